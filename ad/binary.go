@@ -1,0 +1,181 @@
+package ad
+
+// bcast says how an operand's elements map onto the output's.
+type bcast uint8
+
+const (
+	bFull   bcast = iota // same shape as the output
+	bScalar              // one element
+	bTile                // a suffix of the output shape, tiled over leading axes
+	bCol                 // output shape with last axis 1: one value per row
+)
+
+// index maps a flat output index to the operand's flat index.
+func (m bcast) index(i, size, last int) int {
+	switch m {
+	case bScalar:
+		return 0
+	case bTile:
+		return i % size
+	case bCol:
+		return i / last
+	}
+	return i
+}
+
+// broadcastModes decides the output shape and the modes of a and b. ok is
+// false if the shapes are not compatible under the package's rules.
+func broadcastModes(a, b []int) (out []int, ma, mb bcast, ok bool) {
+	sa, _ := shapeSize(a)
+	sb, _ := shapeSize(b)
+	if sameShape(a, b) {
+		return a, bFull, bFull, true
+	}
+	if sb == 1 {
+		return a, bFull, bScalar, true
+	}
+	if sa == 1 {
+		return b, bScalar, bFull, true
+	}
+	if m, ok := smallerMode(a, b); ok {
+		return a, bFull, m, true
+	}
+	if m, ok := smallerMode(b, a); ok {
+		return b, m, bFull, true
+	}
+	return nil, 0, 0, false
+}
+
+// smallerMode reports how small broadcasts against big, if it does.
+func smallerMode(big, small []int) (bcast, bool) {
+	if len(small) < len(big) && len(small) > 0 && sameShape(big[len(big)-len(small):], small) {
+		return bTile, true
+	}
+	if len(small) == len(big) && len(big) > 0 && small[len(small)-1] == 1 && sameShape(big[:len(big)-1], small[:len(small)-1]) {
+		return bCol, true
+	}
+	return 0, false
+}
+
+type binOp uint8
+
+const (
+	opAdd binOp = iota
+	opSub
+	opMul
+	opDiv
+)
+
+var binNames = [...]string{"Add", "Sub", "Mul", "Div"}
+
+func binary(op binOp, a, b *Var) *Var {
+	t := tapeOf(a, b)
+	name := binNames[op]
+	if t == nil || !t.check(name, a, b) {
+		return deadOf(t)
+	}
+	shape, ma, mb, ok := broadcastModes(a.shape, b.shape)
+	if !ok {
+		return t.failf("%s: shapes %v and %v do not broadcast", name, a.shape, b.shape)
+	}
+	y := t.newOp(shape, backBinary, a, b)
+	y.a, y.b = a, b
+	y.axis = int(op) | int(ma)<<4 | int(mb)<<8
+	last := 1
+	if len(shape) > 0 {
+		last = shape[len(shape)-1]
+	}
+	av, bv, out := a.val, b.val, y.val
+	if ma == bFull && mb == bFull {
+		switch op {
+		case opAdd:
+			for i := range out {
+				out[i] = av[i] + bv[i]
+			}
+		case opSub:
+			for i := range out {
+				out[i] = av[i] - bv[i]
+			}
+		case opMul:
+			for i := range out {
+				out[i] = av[i] * bv[i]
+			}
+		case opDiv:
+			for i := range out {
+				out[i] = av[i] / bv[i]
+			}
+		}
+		return y
+	}
+	na, nb := len(av), len(bv)
+	for i := range out {
+		x := av[ma.index(i, na, last)]
+		z := bv[mb.index(i, nb, last)]
+		switch op {
+		case opAdd:
+			out[i] = x + z
+		case opSub:
+			out[i] = x - z
+		case opMul:
+			out[i] = x * z
+		case opDiv:
+			out[i] = x / z
+		}
+	}
+	return y
+}
+
+func backBinary(y *Var) {
+	op := binOp(y.axis & 0xf)
+	ma := bcast(y.axis >> 4 & 0xf)
+	mb := bcast(y.axis >> 8 & 0xf)
+	a, b := y.a, y.b
+	last := 1
+	if len(y.shape) > 0 {
+		last = y.shape[len(y.shape)-1]
+	}
+	na, nb := len(a.val), len(b.val)
+	if a.needGrad {
+		ga := a.gradBuf()
+		for i, g := range y.grad {
+			ia := ma.index(i, na, last)
+			switch op {
+			case opAdd, opSub:
+				ga[ia] += g
+			case opMul:
+				ga[ia] += g * b.val[mb.index(i, nb, last)]
+			case opDiv:
+				ga[ia] += g / b.val[mb.index(i, nb, last)]
+			}
+		}
+	}
+	if b.needGrad {
+		gb := b.gradBuf()
+		for i, g := range y.grad {
+			ib := mb.index(i, nb, last)
+			switch op {
+			case opAdd:
+				gb[ib] += g
+			case opSub:
+				gb[ib] -= g
+			case opMul:
+				gb[ib] += g * a.val[ma.index(i, na, last)]
+			case opDiv:
+				z := b.val[ib]
+				gb[ib] -= g * a.val[ma.index(i, na, last)] / (z * z)
+			}
+		}
+	}
+}
+
+// Add returns a + b with broadcasting (see the package doc).
+func Add(a, b *Var) *Var { return binary(opAdd, a, b) }
+
+// Sub returns a - b with broadcasting.
+func Sub(a, b *Var) *Var { return binary(opSub, a, b) }
+
+// Mul returns the elementwise product a ⊙ b with broadcasting.
+func Mul(a, b *Var) *Var { return binary(opMul, a, b) }
+
+// Div returns the elementwise quotient a ⊘ b with broadcasting.
+func Div(a, b *Var) *Var { return binary(opDiv, a, b) }

@@ -1,0 +1,254 @@
+package ad
+
+import "math"
+
+// unary records y = f(x) elementwise, with adjoint x̄ += ȳ · dfdx(x, y).
+func unary(op string, x *Var, f func(float64) float64, back func(*Var)) *Var {
+	t := tapeOf(x)
+	if t == nil || !t.check(op, x) {
+		return deadOf(t)
+	}
+	y := t.newOp(x.shape, back, x)
+	y.a = x
+	for i, xi := range x.val {
+		y.val[i] = f(xi)
+	}
+	return y
+}
+
+// deadOf returns the tape's dead Var, or nil without a tape.
+func deadOf(t *Tape) *Var {
+	if t == nil {
+		return nil
+	}
+	return t.deadVar()
+}
+
+// Neg returns -x.
+func Neg(x *Var) *Var {
+	return unary("Neg", x, func(v float64) float64 { return -v }, backNeg)
+}
+
+func backNeg(y *Var) {
+	if !y.a.needGrad {
+		return
+	}
+	g := y.a.gradBuf()
+	for i, gy := range y.grad {
+		g[i] -= gy
+	}
+}
+
+// Exp returns exp(x) elementwise.
+func Exp(x *Var) *Var { return unary("Exp", x, math.Exp, backExp) }
+
+func backExp(y *Var) {
+	if !y.a.needGrad {
+		return
+	}
+	g := y.a.gradBuf()
+	for i, gy := range y.grad {
+		g[i] += gy * y.val[i]
+	}
+}
+
+// Log returns the natural logarithm of x elementwise.
+func Log(x *Var) *Var { return unary("Log", x, math.Log, backLog) }
+
+func backLog(y *Var) {
+	if !y.a.needGrad {
+		return
+	}
+	g := y.a.gradBuf()
+	for i, gy := range y.grad {
+		g[i] += gy / y.a.val[i]
+	}
+}
+
+// Log1p returns log(1 + x) elementwise, accurate for small x.
+func Log1p(x *Var) *Var { return unary("Log1p", x, math.Log1p, backLog1p) }
+
+func backLog1p(y *Var) {
+	if !y.a.needGrad {
+		return
+	}
+	g := y.a.gradBuf()
+	for i, gy := range y.grad {
+		g[i] += gy / (1 + y.a.val[i])
+	}
+}
+
+// sigmoid is the logistic function 1/(1+exp(-x)), computed without overflow.
+func sigmoid(x float64) float64 {
+	if x >= 0 {
+		return 1 / (1 + math.Exp(-x))
+	}
+	e := math.Exp(x)
+	return e / (1 + e)
+}
+
+// Sigmoid returns 1/(1+exp(-x)) elementwise.
+func Sigmoid(x *Var) *Var { return unary("Sigmoid", x, sigmoid, backSigmoid) }
+
+func backSigmoid(y *Var) {
+	if !y.a.needGrad {
+		return
+	}
+	g := y.a.gradBuf()
+	for i, gy := range y.grad {
+		s := y.val[i]
+		g[i] += gy * s * (1 - s)
+	}
+}
+
+// softplus is log(1+exp(x)), computed without overflow.
+func softplus(x float64) float64 {
+	if x > 0 {
+		return x + math.Log1p(math.Exp(-x))
+	}
+	return math.Log1p(math.Exp(x))
+}
+
+// Softplus returns log(1+exp(x)) elementwise, stable for large |x|.
+func Softplus(x *Var) *Var { return unary("Softplus", x, softplus, backSoftplus) }
+
+func backSoftplus(y *Var) {
+	if !y.a.needGrad {
+		return
+	}
+	g := y.a.gradBuf()
+	for i, gy := range y.grad {
+		g[i] += gy * sigmoid(y.a.val[i])
+	}
+}
+
+// ReLU returns max(x, 0) elementwise. Its derivative at 0 is taken as 0.
+func ReLU(x *Var) *Var {
+	return unary("ReLU", x, func(v float64) float64 { return max(v, 0) }, backReLU)
+}
+
+func backReLU(y *Var) {
+	if !y.a.needGrad {
+		return
+	}
+	g := y.a.gradBuf()
+	for i, gy := range y.grad {
+		if y.a.val[i] > 0 {
+			g[i] += gy
+		}
+	}
+}
+
+// Tanh returns tanh(x) elementwise.
+func Tanh(x *Var) *Var { return unary("Tanh", x, math.Tanh, backTanh) }
+
+func backTanh(y *Var) {
+	if !y.a.needGrad {
+		return
+	}
+	g := y.a.gradBuf()
+	for i, gy := range y.grad {
+		th := y.val[i]
+		g[i] += gy * (1 - th*th)
+	}
+}
+
+// Square returns x² elementwise.
+func Square(x *Var) *Var {
+	return unary("Square", x, func(v float64) float64 { return v * v }, backSquare)
+}
+
+func backSquare(y *Var) {
+	if !y.a.needGrad {
+		return
+	}
+	g := y.a.gradBuf()
+	for i, gy := range y.grad {
+		g[i] += 2 * gy * y.a.val[i]
+	}
+}
+
+// Sqrt returns √x elementwise.
+func Sqrt(x *Var) *Var { return unary("Sqrt", x, math.Sqrt, backSqrt) }
+
+func backSqrt(y *Var) {
+	if !y.a.needGrad {
+		return
+	}
+	g := y.a.gradBuf()
+	for i, gy := range y.grad {
+		g[i] += gy * 0.5 / y.val[i]
+	}
+}
+
+// Abs returns |x| elementwise. Its derivative at 0 is taken as 0.
+func Abs(x *Var) *Var { return unary("Abs", x, math.Abs, backAbs) }
+
+func backAbs(y *Var) {
+	if !y.a.needGrad {
+		return
+	}
+	g := y.a.gradBuf()
+	for i, gy := range y.grad {
+		switch x := y.a.val[i]; {
+		case x > 0:
+			g[i] += gy
+		case x < 0:
+			g[i] -= gy
+		}
+	}
+}
+
+// Pow returns x^p elementwise for a constant exponent p.
+func Pow(x *Var, p float64) *Var {
+	y := unary("Pow", x, func(v float64) float64 { return math.Pow(v, p) }, backPow)
+	if y != nil && y.a == x {
+		y.s = p
+	}
+	return y
+}
+
+func backPow(y *Var) {
+	if !y.a.needGrad {
+		return
+	}
+	g := y.a.gradBuf()
+	p := y.s
+	for i, gy := range y.grad {
+		g[i] += gy * p * math.Pow(y.a.val[i], p-1)
+	}
+}
+
+// Scale returns c·x for a constant c.
+func Scale(x *Var, c float64) *Var {
+	y := unary("Scale", x, func(v float64) float64 { return c * v }, backScale)
+	if y != nil && y.a == x {
+		y.s = c
+	}
+	return y
+}
+
+func backScale(y *Var) {
+	if !y.a.needGrad {
+		return
+	}
+	g := y.a.gradBuf()
+	for i, gy := range y.grad {
+		g[i] += y.s * gy
+	}
+}
+
+// AddConst returns x + c for a constant c.
+func AddConst(x *Var, c float64) *Var {
+	return unary("AddConst", x, func(v float64) float64 { return v + c }, backIdentity)
+}
+
+func backIdentity(y *Var) {
+	if !y.a.needGrad {
+		return
+	}
+	g := y.a.gradBuf()
+	for i, gy := range y.grad {
+		g[i] += gy
+	}
+}
