@@ -1,0 +1,253 @@
+package vi
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"time"
+
+	"github.com/permlab/permlab/ad"
+	"github.com/permlab/permlab/ad/optim"
+)
+
+// Model is a probabilistic model p(y, z) with its data held inside.
+type Model interface {
+	// LogLik returns log p(y | z) for each of the K samples in z, as a Var
+	// of shape (K) (or a scalar when K = 1). z holds one Var per guide,
+	// keyed by the guide's Name, each with the K samples on its leading
+	// axis.
+	LogLik(t *ad.Tape, z Sample) *ad.Var
+}
+
+// Sample maps guide names to their reparameterized samples.
+type Sample map[string]*ad.Var
+
+// Step describes the current optimisation step to guides.
+type Step struct {
+	Index int        // step number, from 0
+	K     int        // number of samples to draw
+	Rng   *rand.Rand // randomness for this step only
+}
+
+// Divergence is a guide's contribution to the ELBO's penalty. Exactly one
+// field is set: KL, a scalar closed-form KL(q ‖ p), or LogRatio, the K values
+// log q(z⁽ᵏ⁾) − log p(z⁽ᵏ⁾) of a Monte Carlo estimate. Both nil means no
+// penalty (an unregularised guide).
+type Divergence struct {
+	KL       *ad.Var
+	LogRatio *ad.Var
+}
+
+// Guide is a variational family for one latent site, together with that
+// site's prior.
+type Guide interface {
+	// Name identifies the site in Sample.
+	Name() string
+	// Params returns the variational parameters.
+	Params() []*ad.Param
+	// Rsample draws s.K reparameterized samples on t and returns them with
+	// the divergence term.
+	Rsample(t *ad.Tape, s Step) (*ad.Var, Divergence, error)
+}
+
+// ELBO records the ELBO estimate of one step on t and returns it with its
+// parts: the mean log-likelihood and the total divergence. Its gradient with
+// respect to the guides' parameters is an unbiased estimate of the ELBO's.
+func ELBO(t *ad.Tape, m Model, guides []Guide, s Step) (elbo, loglik, div *ad.Var, err error) {
+	if m == nil || len(guides) == 0 {
+		return nil, nil, nil, errors.New("vi: ELBO: need a model and at least one guide")
+	}
+	if s.K < 1 {
+		return nil, nil, nil, fmt.Errorf("vi: ELBO: K must be >= 1, got %d", s.K)
+	}
+	z := make(Sample, len(guides))
+	var terms []*ad.Var
+	for _, g := range guides {
+		v, d, err := g.Rsample(t, s)
+		if err != nil {
+			return nil, nil, nil, fmt.Errorf("vi: guide %q: %w", g.Name(), err)
+		}
+		if _, dup := z[g.Name()]; dup {
+			return nil, nil, nil, fmt.Errorf("vi: two guides named %q", g.Name())
+		}
+		z[g.Name()] = v
+		switch {
+		case d.KL != nil:
+			terms = append(terms, d.KL)
+		case d.LogRatio != nil:
+			terms = append(terms, ad.Mean(d.LogRatio))
+		}
+	}
+	ll := m.LogLik(t, z)
+	if err := t.Err(); err != nil {
+		return nil, nil, nil, err
+	}
+	if ll == nil || (ll.Size() != s.K && ll.Size() != 1) {
+		return nil, nil, nil, fmt.Errorf("vi: LogLik must return K = %d values", s.K)
+	}
+	loglik = ad.Mean(ll)
+	div = t.ConstScalar(0)
+	for _, d := range terms {
+		div = ad.Add(div, d)
+	}
+	elbo = ad.Sub(loglik, div)
+	return elbo, loglik, div, t.Err()
+}
+
+// Options configures Fit. Zero values select the documented defaults.
+type Options struct {
+	Steps int             // optimisation steps; required
+	K     int             // samples per step; default 1
+	LR    optim.Schedule  // learning rate; default Constant(0.1)
+	Seed  uint64          // master seed
+	Clip  float64         // if > 0, clip the gradient norm to Clip
+	Optim func([]*ad.Param) (optim.Optimizer, error) // default Adam
+
+	// Checkpoint is a file path; if set, Fit resumes from it when it exists
+	// and writes it every CheckpointEvery steps (default 100) and at the end.
+	Checkpoint      string
+	CheckpointEvery int
+
+	// Progress, if set, is called after every ProgressEvery steps (default
+	// 1) and after the last.
+	Progress      func(Progress)
+	ProgressEvery int
+}
+
+// Progress reports the state of a fit.
+type Progress struct {
+	Step, Steps int
+	ELBO        float64 // this step's estimate
+	LogLik, Div float64
+	Elapsed     time.Duration
+}
+
+// Result is what Fit returns.
+type Result struct {
+	ELBO    []float64 // per-step estimates, from step 0 (resumed runs included)
+	Steps   int       // steps completed
+	Resumed int       // the step a checkpoint resumed from, 0 if none
+	Elapsed time.Duration
+}
+
+// StepRand returns the random source Fit uses for step i of a run with the
+// given seed: every step has its own stream, so resumed runs see the same
+// numbers.
+func StepRand(seed uint64, step int) *rand.Rand {
+	return rand.New(rand.NewPCG(seed, 0x9e3779b97f4a7c15^uint64(step)))
+}
+
+// Fit maximises the ELBO of m over the guides' parameters.
+//
+// It returns early with ctx.Err() when ctx is cancelled, after writing a
+// checkpoint if one is configured. Parameters are updated in place.
+func Fit(ctx context.Context, m Model, guides []Guide, o Options) (*Result, error) {
+	if o.Steps < 1 {
+		return nil, fmt.Errorf("vi: Fit: Steps must be >= 1, got %d", o.Steps)
+	}
+	if o.K == 0 {
+		o.K = 1
+	}
+	if o.K < 0 {
+		return nil, fmt.Errorf("vi: Fit: K must be >= 1, got %d", o.K)
+	}
+	if o.LR == nil {
+		o.LR = optim.Constant(0.1)
+	}
+	if err := optim.Validate(o.LR, o.Steps); err != nil {
+		return nil, fmt.Errorf("vi: Fit: learning rate: %w", err)
+	}
+	if o.Optim == nil {
+		o.Optim = func(ps []*ad.Param) (optim.Optimizer, error) { return optim.NewAdam(ps) }
+	}
+	if o.CheckpointEvery <= 0 {
+		o.CheckpointEvery = 100
+	}
+	if o.ProgressEvery <= 0 {
+		o.ProgressEvery = 1
+	}
+	if len(guides) == 0 {
+		return nil, errors.New("vi: Fit: no guides")
+	}
+	var params []*ad.Param
+	for _, g := range guides {
+		params = append(params, g.Params()...)
+	}
+	opt, err := o.Optim(params)
+	if err != nil {
+		return nil, fmt.Errorf("vi: Fit: %w", err)
+	}
+	res := &Result{}
+	start := 0
+	if o.Checkpoint != "" {
+		ck, err := readCheckpoint(o.Checkpoint)
+		switch {
+		case err == nil:
+			if err := ck.restore(params, opt); err != nil {
+				return nil, fmt.Errorf("vi: Fit: checkpoint %s: %w", o.Checkpoint, err)
+			}
+			start = ck.Step
+			res.ELBO = append(res.ELBO, ck.ELBO...)
+			res.Resumed = start
+		case !errors.Is(err, errNoCheckpoint):
+			return nil, fmt.Errorf("vi: Fit: %w", err)
+		}
+	}
+	for _, p := range params {
+		p.ZeroGrad()
+	}
+	save := func(step int) error {
+		if o.Checkpoint == "" {
+			return nil
+		}
+		return writeCheckpoint(o.Checkpoint, newCheckpoint(step, params, opt, res.ELBO))
+	}
+	t := ad.NewTape()
+	began := time.Now()
+	for i := start; i < o.Steps; i++ {
+		if err := ctx.Err(); err != nil {
+			res.Steps = i
+			res.Elapsed = time.Since(began)
+			if serr := save(i); serr != nil {
+				return res, errors.Join(err, serr)
+			}
+			return res, err
+		}
+		t.Reset()
+		s := Step{Index: i, K: o.K, Rng: StepRand(o.Seed, i)}
+		elbo, ll, div, err := ELBO(t, m, guides, s)
+		if err != nil {
+			return res, fmt.Errorf("vi: step %d: %w", i, err)
+		}
+		val := elbo.Item()
+		if math.IsNaN(val) || math.IsInf(val, 0) {
+			return res, fmt.Errorf("vi: step %d: ELBO is %v (log-likelihood %v, divergence %v)", i, val, ll.Item(), div.Item())
+		}
+		if err := t.Backward(ad.Neg(elbo)); err != nil {
+			return res, fmt.Errorf("vi: step %d: %w", i, err)
+		}
+		if o.Clip > 0 {
+			if _, err := optim.ClipGradNorm(params, o.Clip); err != nil {
+				return res, fmt.Errorf("vi: step %d: %w", i, err)
+			}
+		}
+		if err := opt.Step(o.LR.At(i)); err != nil {
+			return res, fmt.Errorf("vi: step %d: %w", i, err)
+		}
+		res.ELBO = append(res.ELBO, val)
+		done := i + 1
+		if o.Progress != nil && (done%o.ProgressEvery == 0 || done == o.Steps) {
+			o.Progress(Progress{Step: done, Steps: o.Steps, ELBO: val, LogLik: ll.Item(), Div: div.Item(), Elapsed: time.Since(began)})
+		}
+		if done%o.CheckpointEvery == 0 || done == o.Steps {
+			if err := save(done); err != nil {
+				return res, fmt.Errorf("vi: step %d: %w", i, err)
+			}
+		}
+	}
+	res.Steps = o.Steps
+	res.Elapsed = time.Since(began)
+	return res, nil
+}
