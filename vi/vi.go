@@ -98,11 +98,11 @@ func ELBO(t *ad.Tape, m Model, guides []Guide, s Step) (elbo, loglik, div *ad.Va
 
 // Options configures Fit. Zero values select the documented defaults.
 type Options struct {
-	Steps int             // optimisation steps; required
-	K     int             // samples per step; default 1
-	LR    optim.Schedule  // learning rate; default Constant(0.1)
-	Seed  uint64          // master seed
-	Clip  float64         // if > 0, clip the gradient norm to Clip
+	Steps int                                        // optimisation steps; required
+	K     int                                        // samples per step; default 1
+	LR    optim.Schedule                             // learning rate; default Constant(0.1)
+	Seed  uint64                                     // master seed
+	Clip  float64                                    // if > 0, clip the gradient norm to Clip
 	Optim func([]*ad.Param) (optim.Optimizer, error) // default Adam
 
 	// Checkpoint is a file path; if set, Fit resumes from it when it exists
