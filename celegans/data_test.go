@@ -1,0 +1,219 @@
+package celegans
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// realDataDir is where the WormAtlas files live relative to this package
+// (/work/main/celegans -> /work/shared/data/celegans).
+var realDataDir = filepath.Join("..", "..", "shared", "data", "celegans")
+
+// realConnectome loads the WormAtlas connectome, or skips the test when the
+// files are not there.
+func realConnectome(t *testing.T) *Connectome {
+	t.Helper()
+	connect := filepath.Join(realDataDir, "NeuronConnect.csv")
+	types := filepath.Join(realDataDir, "NeuronType.csv")
+	for _, p := range []string{connect, types} {
+		if _, err := os.Stat(p); err != nil {
+			t.Skipf("WormAtlas data not found at %s (%v); skipping real-data test", p, err)
+		}
+	}
+	c, err := LoadConnectomeFiles(connect, types)
+	require.NoError(t, err)
+	return c
+}
+
+// A small well-formed pair of tables in the WormAtlas layout: trailing
+// commas, CRLF line ends, an NMJ row, a row naming an unknown neuron, a self
+// loop, a neuron without a position, and spaces around header names.
+const (
+	smallConnect = "Neuron 1,Neuron 2,Type,Nbr,\r\n" +
+		"AA,BB,S,2,\r\n" +
+		"BB,AA,R,2,\r\n" +
+		"BB,CC,EJ,1,\r\n" +
+		"CC,BB,EJ,1,\r\n" +
+		"CC,NMJ,NMJ,4,\r\n" +
+		"DD,AA,NMJ,1,\r\n" +
+		"CC,ZZ,Sp,1,\r\n" +
+		"DD,DD,EJ,1,\r\n" +
+		"EE,AA,Rp,0,\r\n" +
+		"NP,AA,S,1,\r\n"
+	smallTypes = "Neuron,Soma Position,Soma Region, Span \r\n" +
+		"AA,0.5,M,S\r\n" +
+		"BB,0.1,H,S\r\n" +
+		"CC,0.9,T,L\r\n" +
+		"DD,0.1,H,S\r\n" +
+		"EE,0,H,S\r\n" +
+		"NP,,H,S\r\n"
+)
+
+func TestLoadConnectomeSmall(t *testing.T) {
+	c, err := LoadConnectome(strings.NewReader(smallConnect), strings.NewReader(smallTypes))
+	require.NoError(t, err)
+	// Sorted by position, then name: EE 0, BB 0.1, DD 0.1, AA 0.5, CC 0.9.
+	assert.Equal(t, []string{"EE", "BB", "DD", "AA", "CC"}, c.Names)
+	assert.Equal(t, []float64{0, 0.1, 0.1, 0.5, 0.9}, c.Positions)
+	assert.Equal(t, 5, c.N())
+	// Edges: AA-BB (S and R merged), BB-CC (EJ both ways), EE-AA.
+	// NMJ rows, the unknown ZZ, the position-less NP and the self loop DD-DD
+	// are dropped; DD stays as an isolated neuron.
+	assert.Equal(t, 3, c.Edges())
+	assert.Equal(t, 6, c.DirectedEdges())
+	assert.Equal(t, []string{"DD"}, c.SelfLoops())
+	idx := func(name string) int {
+		i, err := c.NameIndex(name)
+		require.NoError(t, err)
+		return i
+	}
+	assert.Equal(t, [][2]int{{0, 3}, {1, 3}, {1, 4}}, c.EdgeList())
+	assert.True(t, c.Connected(idx("AA"), idx("BB")))
+	assert.True(t, c.Connected(idx("BB"), idx("AA")))
+	assert.True(t, c.Connected(idx("CC"), idx("BB")))
+	assert.False(t, c.Connected(idx("AA"), idx("CC")))
+	assert.False(t, c.Connected(idx("DD"), idx("DD")))
+	assert.False(t, c.Connected(-1, 0))
+	assert.Equal(t, []int{0, 1}, c.Neighbors(idx("AA")))
+	assert.Equal(t, 0, c.Degree(idx("DD")))
+	assert.InDelta(t, 6.0/20, c.Density(), 1e-15)
+	assert.InDelta(t, 6.0/5, c.MeanDegree(), 1e-15)
+	_, err = c.NameIndex("NP")
+	assert.ErrorContains(t, err, `unknown neuron "NP"`)
+
+	a := c.Adjacency()
+	for i := 0; i < c.N(); i++ {
+		for j := 0; j < c.N(); j++ {
+			want := 0.0
+			if c.Connected(i, j) {
+				want = 1
+			}
+			assert.Equal(t, want, a.At(i, j), "A'[%d][%d]", i, j)
+		}
+	}
+}
+
+func TestLoadConnectomeErrors(t *testing.T) {
+	okTypes := "Neuron,Soma Position\nAA,0.5\nBB,0.1\n"
+	okConnect := "Neuron 1,Neuron 2,Type,Nbr\nAA,BB,S,1\n"
+	tests := []struct {
+		name           string
+		connect, types string
+		want           string
+	}{
+		{"empty connections", "", okTypes, "connections: empty file"},
+		{"empty types", okConnect, "", "types: empty file"},
+		{"missing Nbr", "Neuron 1,Neuron 2,Type\nAA,BB,S\n", okTypes, `connections line 1: missing column "Nbr"`},
+		{"missing position", okConnect, "Neuron,Region\nAA,H\n", `types line 1: missing column "Soma Position"`},
+		{"unknown type", "Neuron 1,Neuron 2,Type,Nbr\nAA,BB,S,1\nAA,BB,X,1\n", okTypes, `connections line 3: unknown synapse type "X"`},
+		{"bad count", "Neuron 1,Neuron 2,Type,Nbr\nAA,BB,S,two\n", okTypes, `connections line 2: bad synapse count Nbr "two"`},
+		{"negative count", "Neuron 1,Neuron 2,Type,Nbr\nAA,BB,S,-1\n", okTypes, `connections line 2: bad synapse count`},
+		{"short row", "Neuron 1,Neuron 2,Type,Nbr\nAA,BB,S,1\nAA,BB\n", okTypes, "connections line 3: 2 fields, need at least 4"},
+		{"empty name", "Neuron 1,Neuron 2,Type,Nbr\n,BB,S,1\n", okTypes, "connections line 2: empty neuron name"},
+		{"bad position", okConnect, "Neuron,Soma Position\nAA,0.5\nBB,front\n", `types line 3: neuron "BB": bad soma position "front"`},
+		{"position above 1", okConnect, "Neuron,Soma Position\nAA,1.5\n", `types line 2: neuron "AA": soma position 1.5 not in [0, 1]`},
+		{"negative position", okConnect, "Neuron,Soma Position\nAA,-0.1\n", "types line 2"},
+		{"NaN position", okConnect, "Neuron,Soma Position\nAA,NaN\n", "not in [0, 1]"},
+		{"duplicate neuron", okConnect, "Neuron,Soma Position\nAA,0.5\nBB,0.1\nAA,0.2\n", `types line 4: duplicate neuron "AA" (first on line 2)`},
+		{"bad quoting", "Neuron 1,Neuron 2,Type,Nbr\nAA,\"BB,S,1\n", okTypes, "connections"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := LoadConnectome(strings.NewReader(tc.connect), strings.NewReader(tc.types))
+			require.Error(t, err)
+			assert.Nil(t, c)
+			assert.Contains(t, err.Error(), "celegans: LoadConnectome: ")
+			assert.Contains(t, err.Error(), tc.want)
+		})
+	}
+}
+
+func TestLoadConnectomeFilesErrors(t *testing.T) {
+	dir := t.TempDir()
+	connect := filepath.Join(dir, "c.csv")
+	types := filepath.Join(dir, "t.csv")
+	require.NoError(t, os.WriteFile(connect, []byte("Neuron 1,Neuron 2,Type,Nbr\nAA,BB,Q,1\n"), 0o600))
+	require.NoError(t, os.WriteFile(types, []byte("Neuron,Soma Position\nAA,0.5\nBB,0.1\n"), 0o600))
+
+	_, err := LoadConnectomeFiles(connect, types)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), connect+" line 2: unknown synapse type")
+
+	_, err = LoadConnectomeFiles(filepath.Join(dir, "missing.csv"), types)
+	assert.ErrorContains(t, err, "missing.csv")
+}
+
+func TestNewConnectomeErrors(t *testing.T) {
+	tests := []struct {
+		name      string
+		names     []string
+		positions []float64
+		edges     [][2]int
+		want      string
+	}{
+		{"length mismatch", []string{"a", "b"}, []float64{0}, nil, "2 names but 1 positions"},
+		{"empty name", []string{"a", ""}, []float64{0, 1}, nil, "empty name"},
+		{"duplicate", []string{"a", "a"}, []float64{0, 1}, nil, `duplicate neuron "a"`},
+		{"position", []string{"a", "b"}, []float64{0, 2}, nil, "position 2 not in [0, 1]"},
+		{"edge range", []string{"a", "b"}, []float64{0, 1}, [][2]int{{0, 2}}, "out of range"},
+		{"self loop", []string{"a", "b"}, []float64{0, 1}, [][2]int{{1, 1}}, "self loop"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := NewConnectome(tc.names, tc.positions, tc.edges)
+			assert.ErrorContains(t, err, tc.want)
+		})
+	}
+}
+
+// TestLoadConnectomeReal checks the join of the WormAtlas files against the
+// figures of the data README and the protocol: 279 neurons; 2287 connected
+// pairs, so 4574 non-zero entries of A' — the README's "4,577 directed
+// edges" are the distinct ordered (Neuron 1, Neuron 2) pairs of the kept
+// rows, which also count the three self loops (RIBL, RIBR, VA08) that A'
+// drops; density 2287 / 38781 = 0.0590; mean degree 16.39.
+func TestLoadConnectomeReal(t *testing.T) {
+	c := realConnectome(t)
+	assert.Equal(t, 279, c.N())
+	assert.Equal(t, 2287, c.Edges())
+	assert.Equal(t, []string{"RIBL", "RIBR", "VA08"}, c.SelfLoops())
+	assert.Equal(t, 4577, c.DirectedEdges()+len(c.SelfLoops()))
+	// Published to three decimals (density) and one (degree).
+	assert.InDelta(t, 0.059, c.Density(), 0.0005)
+	assert.InDelta(t, 16.4, c.MeanDegree(), 0.05)
+
+	// Canonical order: positions non-decreasing, names increasing within ties.
+	for i := 1; i < c.N(); i++ {
+		p, q := c.Positions[i-1], c.Positions[i]
+		require.True(t, p < q || (p == q && c.Names[i-1] < c.Names[i]), "order at %d", i)
+	}
+	// A'symmetric without self loops, matching EdgeList and Neighbors.
+	deg := 0
+	for i := 0; i < c.N(); i++ {
+		require.False(t, c.Connected(i, i))
+		for _, j := range c.Neighbors(i) {
+			require.True(t, c.Connected(j, i))
+		}
+		deg += c.Degree(i)
+	}
+	assert.Equal(t, 2*c.Edges(), deg)
+	assert.Len(t, c.EdgeList(), c.Edges())
+
+	// Spot checks against the file: AVAL and AVAR are joined by gap
+	// junctions; ADAL's soma is at 0.21.
+	i, err := c.NameIndex("AVAL")
+	require.NoError(t, err)
+	j, err := c.NameIndex("AVAR")
+	require.NoError(t, err)
+	assert.True(t, c.Connected(i, j))
+	k, err := c.NameIndex("ADAL")
+	require.NoError(t, err)
+	assert.Equal(t, 0.21, c.Positions[k])
+	_, err = c.NameIndex("avfl")
+	assert.Error(t, err)
+}

@@ -1,0 +1,412 @@
+package celegans
+
+import (
+	"fmt"
+	"math"
+	"runtime"
+	"sync"
+
+	"gonum.org/v1/gonum/blas"
+	"gonum.org/v1/gonum/blas/blas64"
+	"gonum.org/v1/gonum/mat"
+
+	"github.com/permlab/permlab/ad"
+	"github.com/permlab/permlab/perm"
+	"github.com/permlab/permlab/vi"
+)
+
+// Problem is what an inference method sees: the connectome (which fixes the
+// support of W), each worm's sufficient statistics in observed order, its
+// candidate mask and its known neurons. Truth, when set, is used only to
+// score results.
+type Problem struct {
+	Connectome *Connectome
+	Stats      []*Stats
+	Masks      []*perm.Mask
+	Known      [][]int // observed indices with given identity, per worm
+	NoiseVar   float64
+	Truth      []perm.Perm
+
+	support [][2]int // directed (row, col) pairs of W's support, canonical
+}
+
+// NewProblem checks the parts for consistency and returns a Problem. Masks
+// are cloned and tightened: a known neuron's identity is removed from every
+// other row, which changes no feasible permutation.
+func NewProblem(c *Connectome, stats []*Stats, masks []*perm.Mask, known [][]int, noiseVar float64, truth []perm.Perm) (*Problem, error) {
+	if c == nil {
+		return nil, fmt.Errorf("celegans: NewProblem: nil connectome")
+	}
+	n := c.N()
+	if len(stats) == 0 {
+		return nil, fmt.Errorf("celegans: NewProblem: no worms")
+	}
+	if len(masks) != len(stats) || len(known) != len(stats) {
+		return nil, fmt.Errorf("celegans: NewProblem: %d worms but %d masks and %d known lists", len(stats), len(masks), len(known))
+	}
+	if truth != nil && len(truth) != len(stats) {
+		return nil, fmt.Errorf("celegans: NewProblem: %d worms but %d true permutations", len(stats), len(truth))
+	}
+	if !(noiseVar > 0) || math.IsInf(noiseVar, 0) {
+		return nil, fmt.Errorf("celegans: NewProblem: noise variance must be finite and > 0, got %v", noiseVar)
+	}
+	p := &Problem{Connectome: c, NoiseVar: noiseVar, Stats: stats, Known: known, Truth: truth}
+	for j, s := range stats {
+		if s == nil || s.N != n {
+			return nil, fmt.Errorf("celegans: NewProblem: worm %d has statistics for %v neurons, connectome has %d", j, statsN(s), n)
+		}
+		m := masks[j]
+		if m == nil || m.Size() != n {
+			return nil, fmt.Errorf("celegans: NewProblem: worm %d: mask is nil or not %d×%d", j, n, n)
+		}
+		m = m.Clone()
+		for _, k := range known[j] {
+			if k < 0 || k >= n {
+				return nil, fmt.Errorf("celegans: NewProblem: worm %d: known neuron %d out of range", j, k)
+			}
+			row := m.Row(k)
+			if len(row) != 1 {
+				return nil, fmt.Errorf("celegans: NewProblem: worm %d: known neuron %d has %d candidates, want exactly 1", j, k, len(row))
+			}
+			for i := 0; i < n; i++ {
+				if i != k {
+					_ = m.Set(i, row[0], false)
+				}
+			}
+		}
+		if err := ValidateMask(m); err != nil {
+			return nil, fmt.Errorf("celegans: NewProblem: worm %d: %w", j, err)
+		}
+		if truth != nil {
+			if len(truth[j]) != n || truth[j].Validate() != nil {
+				return nil, fmt.Errorf("celegans: NewProblem: worm %d: invalid true permutation", j)
+			}
+			if !m.Admits(truth[j]) {
+				return nil, fmt.Errorf("celegans: NewProblem: worm %d: the candidate mask excludes the true identity", j)
+			}
+		}
+		p.Masks = append(p.Masks, m)
+	}
+	for _, e := range c.EdgeList() {
+		p.support = append(p.support, e, [2]int{e[1], e[0]})
+	}
+	return p, nil
+}
+
+func statsN(s *Stats) any {
+	if s == nil {
+		return "nil"
+	}
+	return s.N
+}
+
+// FromSimulation builds the Problem of a simulation with the given masks.
+func FromSimulation(sim *Simulation, masks []*perm.Mask) (*Problem, error) {
+	if sim == nil {
+		return nil, fmt.Errorf("celegans: FromSimulation: nil simulation")
+	}
+	stats := make([]*Stats, len(sim.Worms))
+	known := make([][]int, len(sim.Worms))
+	truth := make([]perm.Perm, len(sim.Worms))
+	for j, w := range sim.Worms {
+		s, err := w.Stats()
+		if err != nil {
+			return nil, err
+		}
+		stats[j], known[j], truth[j] = s, w.Known, w.Perm
+	}
+	return NewProblem(sim.Connectome, stats, masks, known, sim.NoiseVar, truth)
+}
+
+// N returns the number of neurons; Worms the number of worms.
+func (p *Problem) N() int     { return p.Connectome.N() }
+func (p *Problem) Worms() int { return len(p.Stats) }
+
+// Support returns the directed (row, column) pairs of W's non-zero entries
+// in canonical order: both directions of every connectome edge.
+func (p *Problem) Support() [][2]int { return p.support }
+
+// DenseW scatters a vector of support values into an N×N matrix.
+func (p *Problem) DenseW(w []float64) *mat.Dense {
+	n := p.N()
+	out := mat.NewDense(n, n, nil)
+	for e, rc := range p.support {
+		out.Set(rc[0], rc[1], w[e])
+	}
+	return out
+}
+
+// Accuracy scores permutations against the truth: the fraction of all
+// neurons identified correctly, and of the neurons that were not known.
+func (p *Problem) Accuracy(perms []perm.Perm) (all, unknown float64, err error) {
+	if p.Truth == nil {
+		return 0, 0, fmt.Errorf("celegans: Accuracy: problem has no ground truth")
+	}
+	if len(perms) != len(p.Truth) {
+		return 0, 0, fmt.Errorf("celegans: Accuracy: %d permutations for %d worms", len(perms), len(p.Truth))
+	}
+	var right, total, uRight, uTotal int
+	for j, q := range perms {
+		if len(q) != len(p.Truth[j]) {
+			return 0, 0, fmt.Errorf("celegans: Accuracy: worm %d: permutation of size %d, want %d", j, len(q), len(p.Truth[j]))
+		}
+		known := make(map[int]bool, len(p.Known[j]))
+		for _, k := range p.Known[j] {
+			known[k] = true
+		}
+		for m, c := range q {
+			ok := c == p.Truth[j][m]
+			total++
+			if ok {
+				right++
+			}
+			if !known[m] {
+				uTotal++
+				if ok {
+					uRight++
+				}
+			}
+		}
+	}
+	all = float64(right) / float64(total)
+	if uTotal > 0 {
+		unknown = float64(uRight) / float64(uTotal)
+	}
+	return all, unknown, nil
+}
+
+// Model is the likelihood of the C. elegans problem for variational
+// inference: for worm j with relaxed permutation P_j (observed × canonical)
+// and shared weights W on the connectome's support,
+//
+//	log p(Y_j | P_j, W) = −(1/2η²) [tr Syy − 2 tr(A Syxᵀ) + tr(A Sxx Aᵀ)] − (T−1)(N/2) log 2πη²
+//
+// with A = P_j W P_jᵀ. It costs four N×N matrix products per worm and
+// sample (two forward, two backward) whatever T is; the sparse W enters
+// through products that cost O(|support|·N).
+//
+// It implements vi.Model with the sites "P" (shape (K, worms, N, N)) and
+// "W" (shape (K, |support|)).
+type Model struct {
+	P *Problem
+
+	sxx  [][]float64 // full (both triangles) Sxx per worm, row-major
+	trYY []float64   // tr Syy per worm
+}
+
+// NewModel returns the model of p.
+func NewModel(p *Problem) *Model {
+	m := &Model{P: p}
+	n := p.N()
+	for _, s := range p.Stats {
+		full := mat.NewDense(n, n, nil)
+		full.Copy(s.Sxx)
+		m.sxx = append(m.sxx, full.RawMatrix().Data)
+		tr := 0.0
+		for i := 0; i < n; i++ {
+			tr += s.Syy.At(i, i)
+		}
+		m.trYY = append(m.trYY, tr)
+	}
+	return m
+}
+
+// LogLik implements vi.Model.
+func (m *Model) LogLik(t *ad.Tape, z vi.Sample) *ad.Var {
+	pv, wv := z["P"], z["W"]
+	if pv == nil || wv == nil {
+		t.Fail(fmt.Errorf("celegans: Model.LogLik: need samples for sites P and W"))
+		return t.ConstScalar(math.NaN())
+	}
+	n, b, e := m.P.N(), m.P.Worms(), len(m.P.support)
+	ps, ws := pv.Shape(), wv.Shape()
+	if len(ps) != 4 || ps[1] != b || ps[2] != n || ps[3] != n || len(ws) != 2 || ws[1] != e || ws[0] != ps[0] {
+		t.Fail(fmt.Errorf("celegans: Model.LogLik: P has shape %v and W %v; want (K, %d, %d, %d) and (K, %d)", ps, ws, b, n, n, e))
+		return t.ConstScalar(math.NaN())
+	}
+	return m.logLikOp(t, pv, wv, ps[0])
+}
+
+// pair is one (sample, worm) term of the likelihood.
+type pairState struct {
+	pt, bm, as []float64 // Pᵀ, W Pᵀ, A·Sxx
+}
+
+func (m *Model) logLikOp(t *ad.Tape, pv, wv *ad.Var, kk int) *ad.Var {
+	n, b, e := m.P.N(), m.P.Worms(), len(m.P.support)
+	nn := n * n
+	eta2 := m.P.NoiseVar
+	out := t.Alloc(kk)
+	states := make([]pairState, kk*b)
+	terms := make([]float64, kk*b)
+	pval, wval := pv.Value(), wv.Value()
+	parallel(kk*b, func(q int) {
+		k, j := q/b, q%b
+		st := &states[q]
+		st.pt, st.bm, st.as = t2alloc(t, nn), t2alloc(t, nn), t2alloc(t, nn)
+		a := t2alloc(t, nn)
+		p := pval[q*nn : (q+1)*nn]
+		w := wval[k*e : (k+1)*e]
+		s := m.P.Stats[j]
+		transpose(p, st.pt, n)
+		clear(st.bm)
+		for x, rc := range m.P.support {
+			axpy(w[x], st.pt[rc[1]*n:(rc[1]+1)*n], st.bm[rc[0]*n:(rc[0]+1)*n])
+		}
+		gemm(false, false, n, n, n, p, st.bm, a)
+		gemm(false, false, n, n, n, a, m.sxx[j], st.as)
+		syx := s.Syx.RawMatrix().Data
+		var cross, quad float64
+		for i, v := range a {
+			cross += v * syx[i]
+			quad += v * st.as[i]
+		}
+		terms[q] = -0.5/eta2*(m.trYY[j]-2*cross+quad) - 0.5*float64(s.Count*n)*math.Log(2*math.Pi*eta2)
+	})
+	for q, v := range terms {
+		out[q/b] += v
+	}
+	return t.Custom([]int{kk}, out, []*ad.Var{pv, wv}, func(g []float64, gIn [][]float64) {
+		gp, gw := gIn[0], gIn[1]
+		gwPair := make([][]float64, kk*b)
+		parallel(kk*b, func(q int) {
+			k, j := q/b, q%b
+			st := &states[q]
+			s := m.P.Stats[j]
+			syx := s.Syx.RawMatrix().Data
+			c := g[k] / eta2
+			// Ā = (g/η²)(Syx − A·Sxx), reusing the A·Sxx buffer.
+			ga := st.as
+			for i := range ga {
+				ga[i] = c * (syx[i] - ga[i])
+			}
+			p := pval[q*nn : (q+1)*nn]
+			if gp != nil {
+				// P̄ += Ā Bᵀ (from A = P B)
+				gemmAcc(false, true, n, n, n, ga, st.bm, gp[q*nn:(q+1)*nn])
+			}
+			// B̄ = Pᵀ Ā, stored in bm (B is no longer needed).
+			gb := st.bm
+			gemm(true, false, n, n, n, p, ga, gb)
+			w := wval[k*e : (k+1)*e]
+			if gw != nil {
+				gwq := make([]float64, e)
+				for x, rc := range m.P.support {
+					gwq[x] = dot(gb[rc[0]*n:(rc[0]+1)*n], st.pt[rc[1]*n:(rc[1]+1)*n])
+				}
+				gwPair[q] = gwq
+			}
+			if gp != nil {
+				// (Pᵀ)̄[c'] += W[c][c'] B̄[c], then P̄ += its transpose.
+				gpt := st.pt
+				clear(gpt)
+				for x, rc := range m.P.support {
+					axpy(w[x], gb[rc[0]*n:(rc[0]+1)*n], gpt[rc[1]*n:(rc[1]+1)*n])
+				}
+				dst := gp[q*nn : (q+1)*nn]
+				for r := 0; r < n; r++ {
+					for cc := 0; cc < n; cc++ {
+						dst[r*n+cc] += gpt[cc*n+r]
+					}
+				}
+			}
+		})
+		if gw != nil {
+			for q, v := range gwPair {
+				k := q / b
+				dst := gw[k*e : (k+1)*e]
+				for x := range v {
+					dst[x] += v[x]
+				}
+			}
+		}
+	})
+}
+
+// t2alloc hands out tape memory from several goroutines.
+var allocMu sync.Mutex
+
+func t2alloc(t *ad.Tape, n int) []float64 {
+	allocMu.Lock()
+	defer allocMu.Unlock()
+	return t.Alloc(n)
+}
+
+// parallel runs f(0..n-1) on up to GOMAXPROCS goroutines. Each index writes
+// only its own outputs, so results do not depend on scheduling.
+func parallel(n int, f func(int)) {
+	workers := min(runtime.GOMAXPROCS(0), n)
+	if workers <= 1 {
+		for i := 0; i < n; i++ {
+			f(i)
+		}
+		return
+	}
+	var wg sync.WaitGroup
+	next := make(chan int)
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				f(i)
+			}
+		}()
+	}
+	for i := 0; i < n; i++ {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+}
+
+func transpose(src, dst []float64, n int) {
+	for i := 0; i < n; i++ {
+		row := src[i*n : (i+1)*n]
+		for j, v := range row {
+			dst[j*n+i] = v
+		}
+	}
+}
+
+func axpy(a float64, x, y []float64) {
+	if a == 0 {
+		return
+	}
+	y = y[:len(x)]
+	for i, v := range x {
+		y[i] += a * v
+	}
+}
+
+func dot(x, y []float64) float64 {
+	y = y[:len(x)]
+	s := 0.0
+	for i, v := range x {
+		s += v * y[i]
+	}
+	return s
+}
+
+func gemmGeneral(ta, tb bool, m, n, k int, a, b []float64, beta float64, c []float64) {
+	tA, tB := blas.NoTrans, blas.NoTrans
+	ar, ac, br, bc := m, k, k, n
+	if ta {
+		tA, ar, ac = blas.Trans, k, m
+	}
+	if tb {
+		tB, br, bc = blas.Trans, n, k
+	}
+	blas64.Gemm(tA, tB, 1,
+		blas64.General{Rows: ar, Cols: ac, Stride: ac, Data: a},
+		blas64.General{Rows: br, Cols: bc, Stride: bc, Data: b},
+		beta, blas64.General{Rows: m, Cols: n, Stride: n, Data: c})
+}
+
+// gemm sets c = op(a)·op(b); gemmAcc adds it to c.
+func gemm(ta, tb bool, m, n, k int, a, b, c []float64) {
+	gemmGeneral(ta, tb, m, n, k, a, b, 0, c)
+}
+func gemmAcc(ta, tb bool, m, n, k int, a, b, c []float64) {
+	gemmGeneral(ta, tb, m, n, k, a, b, 1, c)
+}

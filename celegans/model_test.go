@@ -1,0 +1,118 @@
+package celegans
+
+import (
+	"math/rand/v2"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"gonum.org/v1/gonum/mat"
+
+	"github.com/permlab/permlab/ad"
+	"github.com/permlab/permlab/perm"
+	"github.com/permlab/permlab/vi"
+)
+
+// smallProblem simulates a few worms on a small synthetic connectome.
+func smallProblem(t *testing.T, n, worms, known int, nu float64, seed uint64) (*Problem, *Simulation) {
+	t.Helper()
+	c, err := SyntheticConfig{N: n, Density: 0.3}.Generate(seed)
+	require.NoError(t, err)
+	sim, err := Simulate(c, SimConfig{Worms: worms, T: 200, KnownCount: known}, seed)
+	require.NoError(t, err)
+	masks, err := sim.PositionMasks(nu)
+	require.NoError(t, err)
+	p, err := FromSimulation(sim, masks)
+	require.NoError(t, err)
+	return p, sim
+}
+
+func supportValues(p *Problem, w mat.Matrix) []float64 {
+	out := make([]float64, len(p.Support()))
+	for e, rc := range p.Support() {
+		out[e] = w.At(rc[0], rc[1])
+	}
+	return out
+}
+
+func TestModelMatchesStatsLogLik(t *testing.T) {
+	p, sim := smallProblem(t, 12, 3, 2, 1, 1)
+	m := NewModel(p)
+	n, b := p.N(), p.Worms()
+	tp := ad.NewTape()
+	// Two samples: the truth, and random permutations.
+	rng := rand.New(rand.NewPCG(1, 2))
+	perms := [][]perm.Perm{{}, {}}
+	pt := ad.Zeros(2, b, n, n)
+	for k := 0; k < 2; k++ {
+		for j := 0; j < b; j++ {
+			q := sim.Worms[j].Perm
+			if k == 1 {
+				q = perm.Random(n, rng)
+			}
+			perms[k] = append(perms[k], q)
+			qm, err := q.Matrix()
+			require.NoError(t, err)
+			copy(pt.Data[(k*b+j)*n*n:], qm.RawMatrix().Data)
+		}
+	}
+	wvec := supportValues(p, sim.W)
+	wt := ad.Zeros(2, len(wvec))
+	copy(wt.Data, wvec)
+	copy(wt.Data[len(wvec):], wvec)
+	ll := m.LogLik(tp, vi.Sample{"P": tp.Const(pt), "W": tp.Const(wt)})
+	require.NoError(t, tp.Err())
+	for k := 0; k < 2; k++ {
+		want := 0.0
+		for j := 0; j < b; j++ {
+			var a mat.Dense
+			pm, err := perms[k][j].Matrix()
+			require.NoError(t, err)
+			a.Mul(pm, sim.W)
+			a.Mul(&a, pm.T())
+			v, err := p.Stats[j].LogLik(&a, p.NoiseVar)
+			require.NoError(t, err)
+			want += v
+		}
+		assert.InDelta(t, want, ll.Value()[k], 1e-8*abs(want))
+	}
+	assert.Greater(t, ll.Value()[0], ll.Value()[1], "the truth is more likely than random labels")
+}
+
+func abs(x float64) float64 {
+	if x < 0 {
+		return -x
+	}
+	return x
+}
+
+func TestModelGradient(t *testing.T) {
+	p, _ := smallProblem(t, 7, 2, 1, 1, 3)
+	m := NewModel(p)
+	n, b, e := p.N(), p.Worms(), len(p.Support())
+	rng := rand.New(rand.NewPCG(4, 5))
+	pt := ad.Zeros(2, b, n, n)
+	for i := range pt.Data {
+		pt.Data[i] = rng.Float64() / float64(n)
+	}
+	wt := ad.Zeros(2, e)
+	for i := range wt.Data {
+		wt.Data[i] = rng.NormFloat64() * 0.3
+	}
+	// The log-likelihood is a quartic in (P, W) with terms of size ~1e3:
+	// central differences with h = 1e-6 are accurate to ~1e-7 relative.
+	require.NoError(t, ad.GradCheck{Tol: 1e-5}.Check(func(tp *ad.Tape, xs []*ad.Var) *ad.Var {
+		return m.LogLik(tp, vi.Sample{"P": xs[0], "W": xs[1]})
+	}, pt, wt))
+}
+
+func TestModelBadInput(t *testing.T) {
+	p, _ := smallProblem(t, 6, 1, 0, 1, 2)
+	m := NewModel(p)
+	tp := ad.NewTape()
+	m.LogLik(tp, vi.Sample{"P": tp.Const(ad.Zeros(1, 1, 5, 5)), "W": tp.Const(ad.Zeros(1, len(p.Support())))})
+	require.Error(t, tp.Err())
+	tp.Reset()
+	m.LogLik(tp, vi.Sample{})
+	require.Error(t, tp.Err())
+}
