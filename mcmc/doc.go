@@ -1,0 +1,85 @@
+// Package mcmc implements Markov chain Monte Carlo for models with latent
+// permutations: transition kernels over a user-defined state, a runner that
+// drives several chains in parallel, and convergence diagnostics.
+//
+// # Kernels and sweeps
+//
+// A Kernel updates a state in place with one transition that leaves the
+// target distribution invariant. Kernels that each leave the target
+// invariant can be applied one after another; the composition still leaves
+// it invariant, and a cycle of Stages (each kernel applied Repeat times) is
+// one sweep. A Sampler runs Chains independent chains, each in its own
+// goroutine with its own random source: chain c draws from
+// rand.New(rand.NewPCG(s1, s2)) where (s1, s2) is derived from the master
+// Seed and c alone, so results do not depend on GOMAXPROCS or on Workers.
+// Each chain discards Burn sweeps, then records Samples draws, one every
+// Thin sweeps.
+//
+// # Metropolis-Hastings with a non-symmetric proposal
+//
+// SwapMH samples a permutation p (row i goes to column p[i]) from an
+// unnormalized target π(p), optionally restricted by a candidate mask (row i
+// may take column c only if the mask allows (i, c)) and with some rows fixed.
+// Let F be the free rows and, for a state p and a row i,
+//
+//	J(i, p) = { j ∈ F, j ≠ i : (i, p[j]) and (j, p[i]) are allowed }
+//
+// the partners of i, the rows whose label i can exchange with without
+// leaving the mask. The proposal picks i uniformly in F, then j uniformly in
+// J(i, p), and proposes p' = p with p[i] and p[j] exchanged. The same p' is
+// reached by picking j first and then i, so
+//
+//	q(p → p') = (1/|F|) (1/|J(i, p)| + 1/|J(j, p)|).
+//
+// The partner counts change with the state, so q is not symmetric: the
+// reverse move p' → p has probability (1/|F|)(1/|J(i, p')| + 1/|J(j, p')|).
+// The proposal is accepted with probability
+//
+//	α = min(1, π(p') q(p' → p) / (π(p) q(p → p'))),
+//
+// which makes π the stationary distribution (detailed balance). Without the
+// proposal ratio the chain would over-visit states with few partners. When
+// no mask is given every free row is a partner of every other, the ratio is
+// one, and the kernel is the classical random-transposition sampler. Targets
+// that can compute log π(p') - log π(p) for a swap faster than two full
+// evaluations implement SwapDeltaTarget.
+//
+// # Gibbs updates for Gaussian regression rows
+//
+// RegressionRows samples the rows of W in the linear-Gaussian model
+//
+//	y_t = W x_t + e_t,   e_t ~ N(0, η² I),   W[i, c] ~ N(0, σ_w²) for c ∈ s_i,
+//
+// where s_i is the support of row i (W[i, c] = 0 off the support). Given the
+// sufficient statistics Sxx = Σ_t x_t x_tᵀ and Syx = Σ_t y_t x_tᵀ the rows are
+// conditionally independent and row i restricted to s_i is Gaussian,
+//
+//	Λ = Sxx[s, s] / η² + I / σ_w²,   μ = Λ⁻¹ Syx[i, s]ᵀ / η²,   W[i, s] ~ N(μ, Λ⁻¹).
+//
+// With the Cholesky factor Λ = L Lᵀ, a draw is μ + L⁻ᵀ z with z ~ N(0, I),
+// because Cov(L⁻ᵀ z) = L⁻ᵀ L⁻¹ = Λ⁻¹.
+//
+// # Diagnostics
+//
+// For m chains of n draws with chain means θ̄_j, chain variances s_j² and
+// grand mean θ̄, the within- and between-chain variances are
+// W = mean_j s_j² and B = n/(m-1) Σ_j (θ̄_j - θ̄)², and the pooled estimate of
+// the posterior variance is var⁺ = (n-1)/n W + B/n. The potential scale
+// reduction is R̂ = sqrt(var⁺ / W). SplitRHat first cuts every chain into its
+// two halves (Vehtari, Gelman, Simpson, Carpenter and Bürkner 2021), so that
+// a trend within a chain shows up as a between-chain difference; values
+// above about 1.01 (strict) or 1.1 (lenient) signal non-convergence.
+// RankRHat is their recommended form: the larger of the split R̂ of the
+// rank-normalized draws and of the rank-normalized folded draws |θ - median|.
+//
+// The effective sample size of the mean is ESS = m n / τ with the integrated
+// autocorrelation time τ = 1 + 2 Σ_{t≥1} ρ_t. The combined autocorrelation at
+// lag t is ρ_t = 1 - (W - mean_j γ_{j,t}) / var⁺, where γ_{j,t} is the lag-t
+// autocovariance of chain j. The noisy tail of the sum is cut with Geyer's
+// initial monotone sequence: the pair sums Γ_k = ρ_{2k} + ρ_{2k+1} are summed
+// while positive and forced to be non-increasing, so that
+// τ = -1 + 2 Σ_k Γ_k. As in Stan, τ is bounded below by 1/log10(m n). The
+// autocovariances are computed directly, lag by lag, only as far as the
+// sequence needs, which costs O(m n τ) rather than the O(m n log n) of an FFT.
+// For an AR(1) chain with coefficient ρ, τ = (1+ρ)/(1-ρ).
+package mcmc
