@@ -43,7 +43,6 @@ type Var struct {
 	axis  int          // axis parameter
 	ints  []int        // index parameter (Take, Gather)
 	mask  []bool       // Mask parameter
-	aux   []float64    // saved buffer (softmax values, etc.)
 	ins   []*Var       // inputs of custom ops and Concat
 	cback func(gOut []float64, gIn [][]float64)
 	param *Param

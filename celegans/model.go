@@ -8,6 +8,7 @@ import (
 
 	"gonum.org/v1/gonum/blas"
 	"gonum.org/v1/gonum/blas/blas64"
+	"gonum.org/v1/gonum/floats"
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/permlab/permlab/ad"
@@ -186,12 +187,15 @@ func (p *Problem) Accuracy(perms []perm.Perm) (all, unknown float64, err error) 
 // through products that cost O(|support|·N).
 //
 // It implements vi.Model with the sites "P" (shape (K, worms, N, N)) and
-// "W" (shape (K, |support|)).
+// "W" (shape (K, |support|)). Entries of P off worm j's candidate mask are
+// ignored (taken as zero, as they are in every Gumbel-Sinkhorn sample), so
+// the products with P cost O(nnz·N).
 type Model struct {
 	P *Problem
 
 	sxx  [][]float64 // full (both triangles) Sxx per worm, row-major
 	trYY []float64   // tr Syy per worm
+	cols [][][]int   // allowed columns of each row, per worm: P's sparsity
 }
 
 // NewModel returns the model of p.
@@ -208,7 +212,50 @@ func NewModel(p *Problem) *Model {
 		}
 		m.trYY = append(m.trYY, tr)
 	}
+	for _, mk := range p.Masks {
+		rows := make([][]int, n)
+		for i := range rows {
+			rows[i] = mk.Row(i)
+		}
+		m.cols = append(m.cols, rows)
+	}
 	return m
+}
+
+// The relaxed P_j is zero off its candidate mask (forbidden logits are −∞),
+// so the products with P run over the allowed entries only: P·B, Pᵀ·Ā and
+// the entries of Ā·Bᵀ cost O(nnz(P)·N) instead of O(N³).
+
+// sparseMul sets a = P·b for P with the given row supports.
+func sparseMul(p, b, a []float64, cols [][]int, n int) {
+	clear(a)
+	for i, cs := range cols {
+		ai := a[i*n : (i+1)*n]
+		for _, c := range cs {
+			axpy(p[i*n+c], b[c*n:(c+1)*n], ai)
+		}
+	}
+}
+
+// sparseTMul sets gb = Pᵀ·ga.
+func sparseTMul(p, ga, gb []float64, cols [][]int, n int) {
+	clear(gb)
+	for i, cs := range cols {
+		gi := ga[i*n : (i+1)*n]
+		for _, c := range cs {
+			axpy(p[i*n+c], gi, gb[c*n:(c+1)*n])
+		}
+	}
+}
+
+// sparseABt adds (ga·bᵀ)[i][c] to gp on the allowed entries only.
+func sparseABt(ga, b, gp []float64, cols [][]int, n int) {
+	for i, cs := range cols {
+		gi := ga[i*n : (i+1)*n]
+		for _, c := range cs {
+			gp[i*n+c] += dot(gi, b[c*n:(c+1)*n])
+		}
+	}
 }
 
 // LogLik implements vi.Model.
@@ -248,12 +295,19 @@ func (m *Model) logLikOp(t *ad.Tape, pv, wv *ad.Var, kk int) *ad.Var {
 		p := pval[q*nn : (q+1)*nn]
 		w := wval[k*e : (k+1)*e]
 		s := m.P.Stats[j]
-		transpose(p, st.pt, n)
+		// Pᵀ from the allowed entries only, so that the op is a function of
+		// P restricted to its mask (entries off the mask are ignored).
+		clear(st.pt)
+		for i, cs := range m.cols[j] {
+			for _, c := range cs {
+				st.pt[c*n+i] = p[i*n+c]
+			}
+		}
 		clear(st.bm)
 		for x, rc := range m.P.support {
 			axpy(w[x], st.pt[rc[1]*n:(rc[1]+1)*n], st.bm[rc[0]*n:(rc[0]+1)*n])
 		}
-		gemm(false, false, n, n, n, p, st.bm, a)
+		sparseMul(p, st.bm, a, m.cols[j], n)
 		gemm(false, false, n, n, n, a, m.sxx[j], st.as)
 		syx := s.Syx.RawMatrix().Data
 		var cross, quad float64
@@ -282,12 +336,12 @@ func (m *Model) logLikOp(t *ad.Tape, pv, wv *ad.Var, kk int) *ad.Var {
 			}
 			p := pval[q*nn : (q+1)*nn]
 			if gp != nil {
-				// P̄ += Ā Bᵀ (from A = P B)
-				gemmAcc(false, true, n, n, n, ga, st.bm, gp[q*nn:(q+1)*nn])
+				// P̄ += Ā Bᵀ (from A = P B), on P's support.
+				sparseABt(ga, st.bm, gp[q*nn:(q+1)*nn], m.cols[j], n)
 			}
 			// B̄ = Pᵀ Ā, stored in bm (B is no longer needed).
 			gb := st.bm
-			gemm(true, false, n, n, n, p, ga, gb)
+			sparseTMul(p, ga, gb, m.cols[j], n)
 			w := wval[k*e : (k+1)*e]
 			if gw != nil {
 				gwq := make([]float64, e)
@@ -304,8 +358,8 @@ func (m *Model) logLikOp(t *ad.Tape, pv, wv *ad.Var, kk int) *ad.Var {
 					axpy(w[x], gb[rc[0]*n:(rc[0]+1)*n], gpt[rc[1]*n:(rc[1]+1)*n])
 				}
 				dst := gp[q*nn : (q+1)*nn]
-				for r := 0; r < n; r++ {
-					for cc := 0; cc < n; cc++ {
+				for r, cs := range m.cols[j] {
+					for _, cc := range cs {
 						dst[r*n+cc] += gpt[cc*n+r]
 					}
 				}
@@ -360,33 +414,16 @@ func parallel(n int, f func(int)) {
 	wg.Wait()
 }
 
-func transpose(src, dst []float64, n int) {
-	for i := 0; i < n; i++ {
-		row := src[i*n : (i+1)*n]
-		for j, v := range row {
-			dst[j*n+i] = v
-		}
-	}
-}
-
+// axpy adds a·x to y (gonum's assembly kernel).
 func axpy(a float64, x, y []float64) {
 	if a == 0 {
 		return
 	}
-	y = y[:len(x)]
-	for i, v := range x {
-		y[i] += a * v
-	}
+	floats.AddScaled(y[:len(x)], a, x)
 }
 
-func dot(x, y []float64) float64 {
-	y = y[:len(x)]
-	s := 0.0
-	for i, v := range x {
-		s += v * y[i]
-	}
-	return s
-}
+// dot returns x·y (gonum's assembly kernel).
+func dot(x, y []float64) float64 { return floats.Dot(x, y[:len(x)]) }
 
 func gemmGeneral(ta, tb bool, m, n, k int, a, b []float64, beta float64, c []float64) {
 	tA, tB := blas.NoTrans, blas.NoTrans
@@ -403,10 +440,7 @@ func gemmGeneral(ta, tb bool, m, n, k int, a, b []float64, beta float64, c []flo
 		beta, blas64.General{Rows: m, Cols: n, Stride: n, Data: c})
 }
 
-// gemm sets c = op(a)·op(b); gemmAcc adds it to c.
+// gemm sets c = op(a)·op(b).
 func gemm(ta, tb bool, m, n, k int, a, b, c []float64) {
 	gemmGeneral(ta, tb, m, n, k, a, b, 0, c)
-}
-func gemmAcc(ta, tb bool, m, n, k int, a, b, c []float64) {
-	gemmGeneral(ta, tb, m, n, k, a, b, 1, c)
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/permlab/permlab/ad"
 	"github.com/permlab/permlab/perm"
+	"github.com/permlab/permlab/relax"
 	"github.com/permlab/permlab/vi"
 )
 
@@ -48,7 +49,17 @@ func TestModelMatchesStatsLogLik(t *testing.T) {
 		for j := 0; j < b; j++ {
 			q := sim.Worms[j].Perm
 			if k == 1 {
-				q = perm.Random(n, rng)
+				// A random permutation admitted by the mask: the model
+				// ignores P off the mask.
+				sc := mat.NewDense(n, n, nil)
+				for i := 0; i < n; i++ {
+					for c := 0; c < n; c++ {
+						sc.Set(i, c, rng.Float64())
+					}
+				}
+				var err error
+				q, err = relax.MatchingMasked(sc, p.Masks[j])
+				require.NoError(t, err)
 			}
 			perms[k] = append(perms[k], q)
 			qm, err := q.Matrix()

@@ -16,6 +16,9 @@
 // The seed paper writes a scrambled object as X̃ = P X and reconstructs it as
 // P^{-1} X̃ = P^T X̃; with this package that is p.Inverse().ApplyRows(xTilde).
 //
+// A Mask is a set of allowed (row, column) pairs, for assignments
+// constrained to candidates (see relax.MatchingMasked).
+//
 // # Metrics
 //
 // KendallTau, ProportionWrong and AnyWrong compare a predicted permutation

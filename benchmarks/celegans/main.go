@@ -1,0 +1,724 @@
+// Command celegans compares the speed of permlab's Gumbel-Sinkhorn ELBO
+// gradient step on the C. elegans neural identification problem with a
+// straightforward PyTorch implementation of the same step.
+//
+// The problem is the "hard" setting of the seed paper's Table 5 with 4 worms:
+// a synthetic worm of N = 279 neurons, T = 1000 time steps per worm, 25 known
+// neurons per worm and position masks of width ν = 0.1. One step draws K = 1
+// sample of the four relaxed permutations P_j = S^L((X_j + ε_j)/τ) (τ = 0.5,
+// L = 20 Sinkhorn iterations) and of the weights W (mean-field normal on the
+// connectome's support), evaluates
+//
+//	ELBO = Σ_j log p(Y_j | P_j, W) − KL_Gumbel(X) − KL(q(W) ‖ N(0, σ_W² I)),
+//
+// back-propagates −ELBO and takes an Adam step. permlab evaluates the
+// likelihood from sufficient statistics (four N×N products per worm, whatever
+// T); the reference forms A_j = P_j W P_jᵀ and the residuals
+// Y_j[1:] − Y_j[:−1] A_jᵀ over all T steps, as one would write it first.
+//
+// The program simulates the problem, writes it to a temporary directory (raw
+// little-endian float64 files described by header.json), and starts
+// step_torch.py on it in serve mode. It then
+//
+//   - checks that both sides compute the same thing: with the same parameters
+//     and the same Gumbel and normal noise (drawn in Go and passed on), the
+//     ELBO values must agree to 1e-6 relative and the gradients with respect
+//     to X, μ and ρ to 1e-6 relative to their largest entry;
+//   - times the step, alternating one PyTorch step and one Go step (which
+//     goes first alternates too) after a warm-up, so that load from other
+//     processes affects both alike, and prints the medians as a markdown
+//     table.
+//
+// Both sides use the same number of threads (-threads, default 2: GOMAXPROCS
+// for Go, torch.set_num_threads for PyTorch). If python3 or torch is missing
+// the program says so and reports the Go timing only.
+//
+// Run it from the repository root:
+//
+//	go run ./benchmarks/celegans
+package main
+
+import (
+	"bufio"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log"
+	"math"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/permlab/permlab/ad"
+	"github.com/permlab/permlab/ad/optim"
+	"github.com/permlab/permlab/celegans"
+	"github.com/permlab/permlab/dist"
+	"github.com/permlab/permlab/perm"
+	"github.com/permlab/permlab/vi"
+)
+
+// config is the benchmark's problem and protocol.
+type config struct {
+	neurons, worms, t, known int
+	nu                       float64
+	tau, tauPrior            float64
+	iters                    int
+	sigmaW, wStd0, lr        float64
+	seed                     uint64
+	threads                  int
+	warmup, reps             int
+	python, script           string
+	keep, spin               bool
+}
+
+// Tolerance of the cross-check. Both sides evaluate the same formulas in
+// float64 but in different orders (sufficient statistics against residuals
+// over T, a kernel-based Sinkhorn against repeated logsumexp), so they agree
+// to rounding error amplified by the size of the sums (|log-likelihood| is
+// about 1e6 here, made of terms of order 1); 1e-6 relative leaves a wide
+// margin above that and is far below any modelling difference (a dropped
+// constant or a missing KL entry changes the ELBO by more than 1e-5
+// relative).
+const checkTol = 1e-6
+
+func main() {
+	log.SetFlags(0)
+	log.SetPrefix("benchmarks/celegans: ")
+	var c config
+	flag.IntVar(&c.neurons, "n", celegans.DefaultNeurons, "neurons of the synthetic worm")
+	flag.IntVar(&c.worms, "worms", 4, "worms sharing W")
+	flag.IntVar(&c.t, "T", celegans.DefaultT, "time steps per worm")
+	flag.IntVar(&c.known, "known", 25, "known neurons per worm")
+	flag.Float64Var(&c.nu, "nu", 0.1, "candidate width of the position masks (the \"hard\" setting)")
+	flag.Float64Var(&c.tau, "tau", 0.5, "Gumbel-Sinkhorn temperature")
+	flag.Float64Var(&c.tauPrior, "tauprior", 1, "prior temperature")
+	flag.IntVar(&c.iters, "L", 20, "Sinkhorn iterations")
+	flag.Float64Var(&c.lr, "lr", 0.1, "Adam learning rate")
+	flag.Uint64Var(&c.seed, "seed", 1, "seed of the simulation, the initial parameters and the noise")
+	flag.IntVar(&c.threads, "threads", 2, "threads on both sides (GOMAXPROCS, torch.set_num_threads)")
+	flag.IntVar(&c.warmup, "warmup", 3, "untimed steps on each side before timing")
+	flag.IntVar(&c.reps, "reps", 10, "timed steps on each side")
+	flag.StringVar(&c.python, "python", "/usr/bin/python3", "Python interpreter with torch")
+	flag.StringVar(&c.script, "script", filepath.Join("benchmarks", "celegans", "step_torch.py"), "the PyTorch reference")
+	flag.BoolVar(&c.keep, "keep", false, "keep the data directory")
+	flag.BoolVar(&c.spin, "spin", false, "leave OMP_WAIT_POLICY unset for the reference (OpenMP threads spin while idle)")
+	masked := flag.Bool("mask", true, "use the position masks (false: every entry of P allowed)")
+	flag.Parse()
+	s := celegans.DefaultSettings()
+	c.sigmaW, c.wStd0 = s.SigmaW, s.WStd0
+	if c.threads < 1 || c.reps < 1 || c.warmup < 0 {
+		log.Fatalf("need -threads >= 1, -reps >= 1, -warmup >= 0")
+	}
+	runtime.GOMAXPROCS(c.threads)
+	if err := run(c, *masked); err != nil {
+		log.Fatal(err)
+	}
+}
+
+func run(c config, masked bool) error {
+	p, ys, err := simulate(c)
+	if err != nil {
+		return err
+	}
+	var masks []*perm.Mask
+	setting := "no masks"
+	if masked {
+		masks = p.Masks
+		setting = fmt.Sprintf("masks ν = %g", c.nu)
+	}
+	st, err := newStepper(c, p, masks)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("C. elegans ELBO step: %d worms, N = %d, T = %d, %d known neurons per worm, %s (%.1f candidates per row), |support W| = %d, K = 1, τ = %g, L = %d, float64, %d threads\n\n",
+		c.worms, c.neurons, c.t, c.known, setting, candidates(p.N(), masks), len(p.Support()), c.tau, c.iters, c.threads)
+
+	dir, err := os.MkdirTemp("", "permlab-celegans-bench-")
+	if err != nil {
+		return err
+	}
+	if c.keep {
+		fmt.Printf("data in %s\n", dir)
+	} else {
+		defer os.RemoveAll(dir)
+	}
+	// The check: the ELBO and its gradient at the initial parameters for
+	// noise drawn here, evaluated by both sides.
+	gumbel, eps := st.checkNoise()
+	goCheck, err := st.check()
+	if err != nil {
+		return err
+	}
+	if err := writeProblem(dir, c, p, ys, masks, st, gumbel, eps); err != nil {
+		return err
+	}
+
+	py, why := startPython(c, dir)
+	if py == nil {
+		fmt.Printf("PyTorch reference not run: %s\n\n", why)
+		goTimes, err := timeGo(st, c.warmup, c.reps)
+		if err != nil {
+			return err
+		}
+		fmt.Printf("| implementation | threads | ms/step (median wall) | CPU ms/step (median) |\n|---|---|---|---|\n")
+		fmt.Printf("| permlab (Go) | %d | %.1f | %.1f |\n", c.threads, median(goTimes.wall), median(goTimes.cpu))
+		return nil
+	}
+	defer py.close()
+
+	var pyCheck checkResult
+	if err := py.call("check", &pyCheck); err != nil {
+		return err
+	}
+	if err := compare(dir, goCheck, pyCheck); err != nil {
+		return err
+	}
+
+	goT, pyT, err := interleave(st, py, c.warmup, c.reps)
+	if err != nil {
+		return err
+	}
+	gw, pw := median(goT.wall), median(pyT.wall)
+	gc, pc := median(goT.cpu), median(pyT.cpu)
+	fmt.Printf("\nTimes are medians over %d steps per side after %d warm-up steps, measured interleaved (one PyTorch step, one Go step, alternating which goes first) so that load from other processes affects both alike. Load average at the end: %s.\n\n", c.reps, c.warmup, loadAvg())
+	fmt.Printf("| setting | threads | Go ms/step | PyTorch ms/step | ratio (torch/go) |\n|---|---|---|---|---|\n")
+	fmt.Printf("| %s, wall | %d | %.1f | %.1f | %.2f |\n", setting, c.threads, gw, pw, pw/gw)
+	fmt.Printf("| %s, CPU | %d | %.1f | %.1f | %.2f |\n", setting, c.threads, gc, pc, pc/gc)
+	gm, pm := slices.Min(goT.wall), slices.Min(pyT.wall)
+	fmt.Printf("| %s, wall, fastest step | %d | %.1f | %.1f | %.2f |\n", setting, c.threads, gm, pm, pm/gm)
+	fmt.Printf("\nRows: wall = median wall-clock time; CPU = median CPU time of the process, summed over its threads; fastest step = the least disturbed step of each side. Slowest steps: Go %.1f ms, PyTorch %.1f ms.\n",
+		slices.Max(goT.wall), slices.Max(pyT.wall))
+	return nil
+}
+
+// simulate builds the benchmark problem and returns it with each worm's
+// T×N recording, row-major, which the reference reads.
+func simulate(c config) (*celegans.Problem, [][]float64, error) {
+	conn, err := celegans.Synthetic(c.neurons, c.seed)
+	if err != nil {
+		return nil, nil, err
+	}
+	sim, err := celegans.Simulate(conn, celegans.SimConfig{Worms: c.worms, T: c.t, KnownCount: c.known}, c.seed)
+	if err != nil {
+		return nil, nil, err
+	}
+	masks, err := sim.PositionMasks(c.nu)
+	if err != nil {
+		return nil, nil, err
+	}
+	p, err := celegans.FromSimulation(sim, masks)
+	if err != nil {
+		return nil, nil, err
+	}
+	var ys [][]float64
+	for _, w := range sim.Worms {
+		ys = append(ys, w.Y.RawMatrix().Data)
+	}
+	return p, ys, nil
+}
+
+func candidates(n int, masks []*perm.Mask) float64 {
+	if masks == nil {
+		return float64(n)
+	}
+	var allowed int
+	for _, m := range masks {
+		for i := 0; i < n; i++ {
+			allowed += len(m.Row(i))
+		}
+	}
+	return float64(allowed) / float64(n*len(masks))
+}
+
+// stepper is permlab's side: the guides, the model and the optimizer of
+// celegans.Solve's Gumbel-Sinkhorn method.
+type stepper struct {
+	c      config
+	p      *celegans.Problem
+	pg     *vi.GumbelSinkhorn
+	wg     *vi.Normal
+	guides []vi.Guide
+	params []*ad.Param
+	model  *celegans.Model
+	opt    *optim.Adam
+	tape   *ad.Tape
+	index  int
+}
+
+// newStepper builds the guides with random initial parameters (so that the
+// check exercises non-trivial values): X_ij ~ N(0, 0.5²), μ ~ N(0, 0.1²) and
+// σ = softplus(ρ) around the default initial standard deviation.
+func newStepper(c config, p *celegans.Problem, masks []*perm.Mask) (*stepper, error) {
+	pg, err := vi.NewGumbelSinkhorn("P", p.Worms(), p.N(), masks, optim.Constant(c.tau), c.tauPrior, c.iters)
+	if err != nil {
+		return nil, err
+	}
+	wg, err := vi.NewNormal("W", len(p.Support()), nil, c.wStd0, c.sigmaW)
+	if err != nil {
+		return nil, err
+	}
+	rng := rand.New(rand.NewPCG(c.seed, 0x1e17))
+	for i := range pg.X.Value.Data {
+		pg.X.Value.Data[i] = 0.5 * rng.NormFloat64()
+	}
+	for i := range wg.Mu.Value.Data {
+		wg.Mu.Value.Data[i] = 0.1 * rng.NormFloat64()
+		wg.Rho.Value.Data[i] += 0.2 * rng.NormFloat64()
+	}
+	params := append(pg.Params(), wg.Params()...)
+	opt, err := optim.NewAdam(params)
+	if err != nil {
+		return nil, err
+	}
+	return &stepper{c: c, p: p, pg: pg, wg: wg, guides: []vi.Guide{pg, wg}, params: params,
+		model: celegans.NewModel(p), opt: opt, tape: ad.NewTape()}, nil
+}
+
+// step is one ELBO gradient step, as vi.Fit takes it.
+func (s *stepper) step() error {
+	s.tape.Reset()
+	elbo, _, _, err := vi.ELBO(s.tape, s.model, s.guides, vi.Step{Index: s.index, K: 1, Rng: vi.StepRand(s.c.seed, s.index)})
+	if err != nil {
+		return err
+	}
+	if err := s.tape.Backward(ad.Neg(elbo)); err != nil {
+		return err
+	}
+	s.index++
+	return s.opt.Step(s.c.lr)
+}
+
+// checkRand is the random source of the check evaluation.
+func (s *stepper) checkRand() *rand.Rand { return rand.New(rand.NewPCG(s.c.seed, 0xc4ec)) }
+
+// checkNoise draws what the guides draw from checkRand: the Gumbel-Sinkhorn
+// guide fills its (K, B, N, N) noise first, then the normal guide draws
+// its (K, D) standard normals, in order from the same source. The check
+// fails if this ever stops matching the guides.
+func (s *stepper) checkNoise() (gumbel, eps []float64) {
+	rng := s.checkRand()
+	n, b := s.p.N(), s.p.Worms()
+	gumbel = dist.FillGumbel(make([]float64, b*n*n), rng)
+	eps = make([]float64, len(s.p.Support()))
+	for i := range eps {
+		eps[i] = rng.NormFloat64()
+	}
+	return gumbel, eps
+}
+
+// checkResult is the ELBO and its parts at the initial parameters, and
+// the gradient of the ELBO.
+type checkResult struct {
+	ELBO   float64 `json:"elbo"`
+	LogLik float64 `json:"loglik"`
+	KLP    float64 `json:"kl_p"`
+	KLW    float64 `json:"kl_w"`
+	Error  string  `json:"error"`
+	grads  map[string][]float64
+}
+
+// check evaluates the ELBO and its gradient without changing the
+// parameters.
+func (s *stepper) check() (checkResult, error) {
+	t := ad.NewTape()
+	elbo, ll, div, err := vi.ELBO(t, s.model, s.guides, vi.Step{Index: 0, K: 1, Rng: s.checkRand()})
+	if err != nil {
+		return checkResult{}, err
+	}
+	// The KL of W alone, to report both divergences as the reference does.
+	klw := 0.0
+	for i, r := range s.wg.Rho.Value.Data {
+		sd := softplus(r)
+		mu := s.wg.Mu.Value.Data[i]
+		v := s.c.sigmaW * s.c.sigmaW
+		klw += math.Log(s.c.sigmaW/sd) + (sd*sd+mu*mu)/(2*v) - 0.5
+	}
+	res := checkResult{ELBO: elbo.Item(), LogLik: ll.Item(), KLP: div.Item() - klw, KLW: klw, grads: map[string][]float64{}}
+	if err := t.Backward(ad.Neg(elbo)); err != nil {
+		return checkResult{}, err
+	}
+	for name, prm := range map[string]*ad.Param{"X": s.pg.X, "mu": s.wg.Mu, "rho": s.wg.Rho} {
+		g := make([]float64, len(prm.Grad.Data))
+		for i, v := range prm.Grad.Data {
+			g[i] = -v // Backward saw −ELBO
+		}
+		res.grads[name] = g
+	}
+	for _, prm := range s.params {
+		prm.ZeroGrad()
+	}
+	return res, nil
+}
+
+func softplus(x float64) float64 {
+	if x > 0 {
+		return x + math.Log1p(math.Exp(-x))
+	}
+	return math.Log1p(math.Exp(x))
+}
+
+// compare reports the cross-check and returns an error if it fails.
+func compare(dir string, g, py checkResult) error {
+	if py.Error != "" {
+		return fmt.Errorf("PyTorch check: %s", py.Error)
+	}
+	fmt.Printf("Cross-check at the initial parameters with the same noise (tolerance %g relative):\n\n", checkTol)
+	fmt.Printf("| quantity | permlab | PyTorch | relative difference |\n|---|---|---|---|\n")
+	failed := false
+	for _, q := range []struct {
+		name   string
+		go_, p float64
+	}{
+		{"ELBO", g.ELBO, py.ELBO}, {"log-likelihood", g.LogLik, py.LogLik},
+		{"KL (Gumbel, P)", g.KLP, py.KLP}, {"KL (normal, W)", g.KLW, py.KLW},
+	} {
+		rel := math.Abs(q.go_-q.p) / math.Max(math.Abs(q.p), math.SmallestNonzeroFloat64)
+		fmt.Printf("| %s | %.10g | %.10g | %.2e |\n", q.name, q.go_, q.p, rel)
+		if q.name == "ELBO" && !(rel <= checkTol) {
+			failed = true
+		}
+	}
+	for _, name := range []string{"X", "mu", "rho"} {
+		pg, err := readF64(filepath.Join(dir, "grad_"+name+".f64"))
+		if err != nil {
+			return err
+		}
+		gg := g.grads[name]
+		if len(pg) != len(gg) {
+			return fmt.Errorf("gradient of %s: %d values from PyTorch, %d from Go", name, len(pg), len(gg))
+		}
+		var diff, scale float64
+		for i := range gg {
+			diff = math.Max(diff, math.Abs(gg[i]-pg[i]))
+			scale = math.Max(scale, math.Abs(pg[i]))
+		}
+		rel := diff / math.Max(scale, math.SmallestNonzeroFloat64)
+		fmt.Printf("| ∂ELBO/∂%s (max abs diff / max abs) | | | %.2e |\n", name, rel)
+		if !(rel <= checkTol) {
+			failed = true
+		}
+	}
+	fmt.Println()
+	if failed {
+		return errors.New("the cross-check failed: the two implementations do not compute the same step, timings would not be comparable")
+	}
+	fmt.Println("Cross-check passed: both sides compute the same ELBO and gradient.")
+	return nil
+}
+
+// writeProblem writes the data, the masks, the support of W, the initial
+// parameters and the check noise as raw little-endian float64 files with
+// header.json describing them.
+func writeProblem(dir string, c config, p *celegans.Problem, ys [][]float64, masks []*perm.Mask, st *stepper, gumbel, eps []float64) error {
+	n, b := p.N(), p.Worms()
+	type array struct {
+		File  string `json:"file"`
+		Shape []int  `json:"shape"`
+	}
+	header := struct {
+		Neurons  int              `json:"neurons"`
+		Worms    int              `json:"worms"`
+		T        int              `json:"T"`
+		Tau      float64          `json:"tau"`
+		TauPrior float64          `json:"tau_prior"`
+		Iters    int              `json:"iters"`
+		NoiseVar float64          `json:"noise_var"`
+		SigmaW   float64          `json:"sigma_w"`
+		LR       float64          `json:"lr"`
+		Threads  int              `json:"threads"`
+		Seed     uint64           `json:"seed"`
+		Arrays   map[string]array `json:"arrays"`
+	}{n, b, c.t, c.tau, c.tauPrior, c.iters, p.NoiseVar, c.sigmaW, c.lr, c.threads, c.seed, map[string]array{}}
+	put := func(name string, data []float64, shape ...int) error {
+		header.Arrays[name] = array{name + ".f64", shape}
+		return writeF64(filepath.Join(dir, name+".f64"), data)
+	}
+	var y []float64
+	for _, w := range ys {
+		y = append(y, w...)
+	}
+	if err := put("Y", y, b, c.t, n); err != nil {
+		return err
+	}
+	if masks != nil {
+		m := make([]float64, b*n*n)
+		for j, mk := range masks {
+			for i := 0; i < n; i++ {
+				for _, col := range mk.Row(i) {
+					m[(j*n+i)*n+col] = 1
+				}
+			}
+		}
+		if err := put("mask", m, b, n, n); err != nil {
+			return err
+		}
+	}
+	sup := make([]float64, 0, 2*len(p.Support()))
+	for _, rc := range p.Support() {
+		sup = append(sup, float64(rc[0]), float64(rc[1]))
+	}
+	e := len(p.Support())
+	for _, a := range []struct {
+		name  string
+		data  []float64
+		shape []int
+	}{
+		{"support", sup, []int{e, 2}},
+		{"X0", st.pg.X.Value.Data, []int{b, n, n}},
+		{"mu0", st.wg.Mu.Value.Data, []int{e}},
+		{"rho0", st.wg.Rho.Value.Data, []int{e}},
+		{"check_gumbel", gumbel, []int{b, n, n}},
+		{"check_eps", eps, []int{e}},
+	} {
+		if err := put(a.name, a.data, a.shape...); err != nil {
+			return err
+		}
+	}
+	js, err := json.MarshalIndent(header, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(dir, "header.json"), js, 0o644)
+}
+
+func writeF64(path string, data []float64) error {
+	buf := make([]byte, 8*len(data))
+	for i, v := range data {
+		binary.LittleEndian.PutUint64(buf[8*i:], math.Float64bits(v))
+	}
+	return os.WriteFile(path, buf, 0o644)
+}
+
+func readF64(path string) ([]float64, error) {
+	buf, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	if len(buf)%8 != 0 {
+		return nil, fmt.Errorf("%s: size %d is not a multiple of 8", path, len(buf))
+	}
+	out := make([]float64, len(buf)/8)
+	for i := range out {
+		out[i] = math.Float64frombits(binary.LittleEndian.Uint64(buf[8*i:]))
+	}
+	return out, nil
+}
+
+// python is the reference process in serve mode.
+type python struct {
+	cmd *exec.Cmd
+	in  io.WriteCloser
+	out *bufio.Scanner
+}
+
+// startPython starts the reference, or returns nil and the reason why it
+// cannot run.
+func startPython(c config, dir string) (*python, string) {
+	if _, err := os.Stat(c.python); err != nil {
+		return nil, fmt.Sprintf("no Python interpreter at %s (%v)", c.python, err)
+	}
+	if out, err := exec.Command(c.python, "-c", "import torch").CombinedOutput(); err != nil {
+		return nil, fmt.Sprintf("%s cannot import torch (%v): %s", c.python, err, strings.TrimSpace(string(out)))
+	}
+	if _, err := os.Stat(c.script); err != nil {
+		return nil, fmt.Sprintf("reference script %s not found (run from the repository root or set -script)", c.script)
+	}
+	cmd := exec.Command(c.python, c.script, dir, "--serve")
+	cmd.Stderr = os.Stderr
+	cmd.Env = os.Environ()
+	var env []string
+	for _, kv := range pythonEnv(c) {
+		k, _, _ := strings.Cut(kv, "=")
+		if v, ok := os.LookupEnv(k); ok {
+			kv = k + "=" + v // the caller's setting wins
+		} else {
+			cmd.Env = append(cmd.Env, kv)
+		}
+		env = append(env, kv)
+	}
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, err.Error()
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err.Error()
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, err.Error()
+	}
+	py := &python{cmd: cmd, in: in, out: bufio.NewScanner(out)}
+	var ready struct {
+		Ready   bool   `json:"ready"`
+		Torch   string `json:"torch"`
+		Threads int    `json:"threads"`
+	}
+	if err := py.read(&ready); err != nil || !ready.Ready {
+		py.close()
+		return nil, fmt.Sprintf("the reference did not start: %v", err)
+	}
+	fmt.Printf("PyTorch %s with %d threads (%s; %s)\n\n", ready.Torch, ready.Threads, c.python, strings.Join(env, " "))
+	return py, ""
+}
+
+// pythonEnv is the environment the reference runs in unless the caller
+// sets these variables. The Debian build of torch calls a pthreads OpenBLAS
+// that starts one thread per core whatever torch.set_num_threads says, so
+// OPENBLAS_NUM_THREADS pins it to the thread count being compared. Idle
+// OpenMP threads spin by default, which on a machine shared with other
+// CPU-heavy processes slows the reference by up to 10x and more; passive
+// waiting measures the implementation rather than the scheduler (-spin
+// keeps the library default).
+func pythonEnv(c config) []string {
+	env := []string{
+		fmt.Sprintf("OMP_NUM_THREADS=%d", c.threads),
+		fmt.Sprintf("OPENBLAS_NUM_THREADS=%d", c.threads),
+	}
+	if !c.spin {
+		env = append(env, "OMP_WAIT_POLICY=PASSIVE")
+	}
+	return env
+}
+
+func (py *python) read(v any) error {
+	if !py.out.Scan() {
+		if err := py.out.Err(); err != nil {
+			return err
+		}
+		return errors.New("the reference exited")
+	}
+	return json.Unmarshal(py.out.Bytes(), v)
+}
+
+func (py *python) call(cmd string, v any) error {
+	if _, err := fmt.Fprintln(py.in, cmd); err != nil {
+		return fmt.Errorf("reference: %s: %w", cmd, err)
+	}
+	if err := py.read(v); err != nil {
+		return fmt.Errorf("reference: %s: %w", cmd, err)
+	}
+	return nil
+}
+
+func (py *python) close() {
+	fmt.Fprintln(py.in, "quit")
+	py.in.Close()
+	py.cmd.Wait()
+}
+
+// times are per-step wall and CPU times in milliseconds.
+type times struct{ wall, cpu []float64 }
+
+// cpuTime is the CPU time of this process so far, all threads.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+func (s *stepper) timed() (wall, cpu float64, err error) {
+	c0, w0 := cpuTime(), time.Now()
+	err = s.step()
+	return ms(time.Since(w0)), ms(cpuTime() - c0), err
+}
+
+func ms(d time.Duration) float64 { return float64(d) / 1e6 }
+
+func timeGo(s *stepper, warmup, reps int) (times, error) {
+	var t times
+	for i := 0; i < warmup+reps; i++ {
+		w, c, err := s.timed()
+		if err != nil {
+			return t, err
+		}
+		if i >= warmup {
+			t.wall, t.cpu = append(t.wall, w), append(t.cpu, c)
+		}
+	}
+	return t, nil
+}
+
+// pause lets the other side's threads settle before the next timed step:
+// OpenBLAS worker threads spin for up to 2^28 cycles (about 0.1 s) after
+// their last call, and an active OpenMP pool spins too.
+const pause = 150 * time.Millisecond
+
+// interleave alternates single steps of the two sides.
+func interleave(s *stepper, py *python, warmup, reps int) (goT, pyT times, err error) {
+	var r struct {
+		Wall, CPU float64
+		Error     string
+	}
+	pyStep := func(keep bool) error {
+		if err := py.call("step", &r); err != nil {
+			return err
+		}
+		if r.Error != "" {
+			return errors.New("reference: " + r.Error)
+		}
+		if keep {
+			pyT.wall, pyT.cpu = append(pyT.wall, 1e3*r.Wall), append(pyT.cpu, 1e3*r.CPU)
+		}
+		return nil
+	}
+	goStep := func(keep bool) error {
+		w, c, err := s.timed()
+		if err != nil {
+			return err
+		}
+		if keep {
+			goT.wall, goT.cpu = append(goT.wall, w), append(goT.cpu, c)
+		}
+		return nil
+	}
+	for i := 0; i < warmup+reps; i++ {
+		keep := i >= warmup
+		first, second := pyStep, goStep
+		if i%2 == 1 {
+			first, second = goStep, pyStep
+		}
+		if err := first(keep); err != nil {
+			return goT, pyT, err
+		}
+		time.Sleep(pause)
+		if err := second(keep); err != nil {
+			return goT, pyT, err
+		}
+		time.Sleep(pause)
+	}
+	return goT, pyT, nil
+}
+
+func median(x []float64) float64 {
+	s := slices.Clone(x)
+	slices.Sort(s)
+	m := len(s) / 2
+	if len(s)%2 == 1 {
+		return s[m]
+	}
+	return (s[m-1] + s[m]) / 2
+}
+
+// loadAvg returns the 1, 5 and 15 minute load averages, or "unknown".
+func loadAvg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "unknown"
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return "unknown"
+	}
+	return strings.Join(f[:3], " ")
+}

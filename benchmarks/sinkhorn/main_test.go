@@ -1,0 +1,56 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"os/exec"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func tinyConfig() config {
+	return config{batch: 2, n: 6, iters: 5, tau: 0.5, seed: 3, threads: 1, warmup: 1, reps: 3,
+		python: "/usr/bin/python3", script: "sinkhorn_torch.py"}
+}
+
+func TestRunWithoutPython(t *testing.T) {
+	c := tinyConfig()
+	c.python = "/nonexistent/python3"
+	var out bytes.Buffer
+	require.NoError(t, run(c, &out))
+	assert.Contains(t, out.String(), "PyTorch reference not run: no Python interpreter")
+	assert.Contains(t, out.String(), "| permlab relax.SinkhornVar |")
+	assert.NotContains(t, out.String(), "ratio")
+}
+
+func TestRunAgainstTorch(t *testing.T) {
+	// Starting Python and importing torch takes seconds.
+	if testing.Short() {
+		t.Skip("starts PyTorch")
+	}
+	c := tinyConfig()
+	if _, err := os.Stat(c.python); err != nil {
+		t.Skip("no python3")
+	}
+	if err := exec.Command(c.python, "-c", "import torch").Run(); err != nil {
+		t.Skip("torch not installed")
+	}
+	var out bytes.Buffer
+	require.NoError(t, run(c, &out))
+	s := out.String()
+	assert.Contains(t, s, "| ratio PyTorch / Go |")
+	assert.Contains(t, s, "Agreement on the same X and R")
+}
+
+func TestRunRejectsBadConfig(t *testing.T) {
+	c := tinyConfig()
+	c.n = 0
+	assert.Error(t, run(c, &bytes.Buffer{}))
+}
+
+func TestMedian(t *testing.T) {
+	assert.Equal(t, 2.0, median([]float64{3, 1, 2}))
+	assert.Equal(t, 2.5, median([]float64{4, 1, 3, 2}))
+}

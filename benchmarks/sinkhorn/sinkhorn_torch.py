@@ -1,0 +1,114 @@
+#!/usr/bin/env python3
+"""PyTorch reference for the Sinkhorn speed comparison (see main.go).
+
+Usage:
+    sinkhorn_torch.py DIR            check once, then time the step on its own
+    sinkhorn_torch.py DIR --serve    answer commands on stdin (used by main.go)
+
+DIR is written by the Go program: header.json gives the sizes and the names
+of two raw little-endian float64 files, X and R, each of shape (B, N, N).
+The step is the straightforward log-domain loop with autograd, in float64 on
+torch.set_num_threads(threads):
+
+    z = x / tau
+    for l in range(L):
+        z = z - logsumexp(z, dim=2, keepdim=True)   # rows
+        z = z - logsumexp(z, dim=1, keepdim=True)   # columns
+    S = exp(z); loss = sum(S * R); loss.backward()
+
+Serve protocol (one command per line on stdin, one JSON line on stdout):
+    check  -> {"loss": ...}; S and dloss/dX are written to DIR/s_torch.f64
+              and DIR/grad_torch.f64
+    step   -> {"wall": seconds, "cpu": seconds} of one forward+backward
+    quit   -> exit
+The first line printed is {"ready": true, "torch": version, "threads": n},
+or {"error": ...} (exit status 3) when torch cannot be imported.
+"""
+
+import json
+import os
+import statistics
+import sys
+import time
+
+
+def reply(obj):
+    sys.stdout.write(json.dumps(obj) + "\n")
+    sys.stdout.flush()
+
+
+try:
+    import numpy as np
+    import torch
+except ImportError as e:  # reported to the Go side, which times Go alone
+    reply({"error": "cannot import torch/numpy: %s" % e})
+    sys.exit(3)
+
+
+class Problem:
+    def __init__(self, dir_):
+        with open(os.path.join(dir_, "header.json")) as f:
+            h = json.load(f)
+        self.dir = dir_
+        self.b, self.n = h["batch"], h["n"]
+        self.iters, self.tau = h["iters"], h["tau"]
+        self.threads = h["threads"]
+        torch.set_num_threads(self.threads)
+        shape = (self.b, self.n, self.n)
+        self.x = self.load(h["x"], shape)
+        self.r = self.load(h["r"], shape)
+
+    def load(self, name, shape):
+        a = np.fromfile(os.path.join(self.dir, name), dtype="<f8")
+        return torch.from_numpy(a.reshape(shape).copy())
+
+    def step(self):
+        x = self.x.clone().requires_grad_(True)
+        z = x / self.tau
+        for _ in range(self.iters):
+            z = z - torch.logsumexp(z, dim=2, keepdim=True)
+            z = z - torch.logsumexp(z, dim=1, keepdim=True)
+        s = torch.exp(z)
+        loss = (s * self.r).sum()
+        loss.backward()
+        return s.detach(), x.grad, loss.item()
+
+    def check(self):
+        s, g, loss = self.step()
+        s.numpy().astype("<f8").tofile(os.path.join(self.dir, "s_torch.f64"))
+        g.numpy().astype("<f8").tofile(os.path.join(self.dir, "grad_torch.f64"))
+        return {"loss": loss}
+
+    def timed(self):
+        c0, w0 = time.process_time(), time.perf_counter()
+        self.step()
+        return {"wall": time.perf_counter() - w0, "cpu": time.process_time() - c0}
+
+
+def main():
+    if len(sys.argv) < 2:
+        sys.stderr.write(__doc__)
+        sys.exit(2)
+    p = Problem(sys.argv[1])
+    if "--serve" not in sys.argv[2:]:
+        print(json.dumps(p.check()))
+        for _ in range(3):
+            p.timed()
+        walls = [p.timed()["wall"] for _ in range(11)]
+        print("median wall %.2f ms" % (1e3 * statistics.median(walls)))
+        return
+    reply({"ready": True, "torch": torch.__version__, "threads": torch.get_num_threads()})
+    for line in sys.stdin:
+        cmd = line.strip()
+        if cmd == "check":
+            reply(p.check())
+        elif cmd == "step":
+            reply(p.timed())
+        elif cmd == "quit":
+            return
+        else:
+            reply({"error": "unknown command %r" % cmd})
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,95 @@
+// Package celegans implements the C. elegans neural identification problem
+// of Linderman et al. (2018) and Mena et al. (2018, Section 5): inferring,
+// from recordings of several worms, which canonical neuron each recorded
+// neuron is.
+//
+// # Model
+//
+// The worm's nervous system is stereotyped: every animal has the same named
+// neurons, wired by the same connectome. Worm j is recorded for T time steps
+// as a vector autoregression
+//
+//	Y_t = P_j W P_jᵀ Y_{t-1} + e_t,    e_t ~ N(0, η² I),
+//
+// where W (N × N, in canonical order) is shared by all worms and is non-zero
+// only on the connectome's edges, and P_j is the latent permutation matrix
+// that maps worm j's observed neuron indices to canonical identities. Some
+// neurons of each worm are known (their row of P_j is given), and each
+// observed neuron can only be one of the neurons whose soma lies near its
+// own along the body: |pos_m − pos_n| < ν. Inference is over the P_j and W
+// jointly; the likelihood depends on the data only through the sufficient
+// statistics of each recording (Stats), so its cost does not grow with T.
+//
+// # Conventions
+//
+// Canonical identities are indices into Connectome.Names, in canonical order
+// (by soma position, then name). A permutation p of package perm is read as
+// "observed neuron m is canonical neuron p[m]": P[m][p[m]] = 1, the recording
+// is y_t[m] = x_t[p[m]] for the canonical activity x_t, and
+// (P W Pᵀ)[m][m'] = W[p[m]][p[m']]. Row m of a candidate mask (perm.Mask)
+// lists the canonical neurons observed neuron m may be.
+//
+// # Data
+//
+// LoadConnectomeFiles reads the WormAtlas tables of Varshney et al. (2011),
+// NeuronConnect.csv (the synapses) and NeuronType.csv (the soma positions):
+// chemical and electrical synapses are merged, directions dropped and
+// neuromuscular junctions removed, A' = (A + Aᵀ) > 0, which leaves 279
+// neurons and 2287 edges. The files are not part of the module; Synthetic
+// draws a worm of the same size and density, spatially wired, which is the
+// default when no files are given.
+//
+// Simulate follows the protocol of Linderman et al.: W antisymmetric on the
+// connectome's edges with standard normal entries, divided by 1.1 times its
+// spectral radius; T = 1000 steps of unit noise; a random true permutation
+// and random known neurons per worm. PositionMasks and CandidateWidth build
+// the candidate constraints.
+//
+// # Methods
+//
+// Solve runs one of Methods on a Problem: Gumbel-Sinkhorn variational
+// inference (q(P_j) a Gumbel-Sinkhorn distribution, with the KL term in
+// Gumbel space, or without it), the rounding variational method of Linderman
+// et al., and an MCMC baseline (Gibbs updates of W, Metropolis–Hastings swaps
+// of two labels of each P_j). Each estimates P_j as the matching, under the
+// candidate mask, of its posterior mean.
+//
+// # Experiments
+//
+// Experiment runs every method on a grid of cells and seeds: Table3Cells
+// (4 worms; 40, 30, 20 or 10 % of the neurons known; ν = 0.05 or 0.1) and
+// Table5Cells (25 known neurons; 10, 30, 45 or 60 candidates per neuron on
+// average; 1 or 4 worms) are the grids of the seed paper, with its published
+// accuracies. All methods of a cell and seed see the same simulated worms and
+// masks and the same wall-clock budget. Results are appended to a JSON-lines
+// file as each run finishes, so an interrupted experiment resumes where it
+// stopped, and Run writes a markdown report in the layout of the paper's
+// tables, a JSON summary and PNG figures.
+//
+// The command examples/celegans runs it. With no flags it is a quick
+// comparison of all methods on one cell of Table 3 on the synthetic worm;
+// the full reproduction, from the repository root, is
+//
+//	go run ./examples/celegans -table all -seeds 5 \
+//		-connect ../shared/data/celegans/NeuronConnect.csv \
+//		-types ../shared/data/celegans/NeuronType.csv
+//
+// (see go run ./examples/celegans -h for the budget and the other flags).
+//
+// # Results
+//
+// (to be filled with measured results)
+//
+// # References
+//
+// G. Mena, D. Belanger, S. Linderman, J. Snoek. Learning latent permutations
+// with Gumbel-Sinkhorn networks. ICLR 2018.
+//
+// S. Linderman, G. Mena, H. Cooper, L. Paninski, J. Cunningham.
+// Reparameterizing the Birkhoff polytope for variational permutation
+// inference. AISTATS 2018.
+//
+// L. Varshney, B. Chen, E. Paniagua, D. Hall, D. Chklovskii. Structural
+// properties of the Caenorhabditis elegans neuronal network. PLoS Comput.
+// Biol. 7(2), 2011.
+package celegans

@@ -1,0 +1,776 @@
+// The experiment runner: the grids of the seed paper's Tables 3 and 5, with
+// their published numbers, and Experiment, which runs every method on every
+// cell and seed, appending results to a JSON-lines file it can resume from.
+
+package celegans
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// Cell is one column of the seed paper's Tables 3 and 5: a simulation set-up
+// (worms, known neurons, candidate constraint) on which every method runs.
+//
+// The candidate constraint is the position window |pos_m - pos_n| < nu of
+// PositionMask. Nu gives the width directly; if Nu is 0, Candidates is a
+// target mean number of candidates per neuron, turned into a width by
+// CandidateWidth on the connectome of the run.
+type Cell struct {
+	Table      int     // table of the seed paper (3 or 5); 0 for a cell of one's own
+	Label      string  // short name, unique within its table, e.g. "40-easy"; used by SelectCells
+	Header     string  // column header, e.g. "40% easy"
+	Worms      int     // worms sharing W, at least 1
+	Known      int     // neurons per worm whose identity is given
+	Nu         float64 // candidate width; if 0, Candidates is used
+	Candidates float64 // target mean number of candidates per neuron, when Nu is 0
+
+	// Paper holds the accuracy published in the seed paper for each method,
+	// nil for cells of one's own. The paper does not say whether it counts
+	// the known neurons.
+	Paper map[Method]float64
+}
+
+// Key returns the cell's name across tables: "t3/40-easy" for a cell of
+// Table 3, the bare label for a cell of one's own.
+func (c Cell) Key() string {
+	if c.Table == 0 {
+		return c.Label
+	}
+	return fmt.Sprintf("t%d/%s", c.Table, c.Label)
+}
+
+func (c Cell) title() string {
+	if c.Header != "" {
+		return c.Header
+	}
+	return c.Label
+}
+
+func (c Cell) validate(n int) error {
+	switch {
+	case c.Label == "" || strings.ContainsAny(c.Label, " ,\t\n"):
+		return fmt.Errorf("celegans: cell %q: label must be non-empty, without spaces or commas", c.Label)
+	case c.Worms < 1:
+		return fmt.Errorf("celegans: cell %s: need at least 1 worm, got %d", c.Key(), c.Worms)
+	case c.Known < 0 || c.Known >= n:
+		return fmt.Errorf("celegans: cell %s: known neurons must be in [0, %d) for %d neurons, got %d", c.Key(), n, n, c.Known)
+	case c.Nu < 0 || math.IsNaN(c.Nu) || math.IsInf(c.Nu, 0):
+		return fmt.Errorf("celegans: cell %s: candidate width must be finite and >= 0, got %v", c.Key(), c.Nu)
+	case c.Nu == 0 && !(c.Candidates >= 1 && c.Candidates <= float64(n)):
+		return fmt.Errorf("celegans: cell %s: without a width, target candidates must be in [1, %d], got %v", c.Key(), n, c.Candidates)
+	}
+	return nil
+}
+
+// Table 3 of the seed paper: 4 worms; 40, 30, 20 and 10 % of the neurons
+// known; "easy" and "hard" candidate widths nu = 0.05 and 0.1.
+var (
+	table3Known  = []int{110, 83, 55, 25}
+	table3Pct    = []int{40, 30, 20, 10}
+	table3Widths = []struct {
+		name string
+		nu   float64
+	}{{"easy", 0.05}, {"hard", 0.1}}
+	// table3Paper[m][k] is the accuracy of method m in the k-th column
+	// (40% easy, 40% hard, 30% easy, ..., 10% hard).
+	table3Paper = map[Method][8]float64{
+		MCMC:                {.85, .82, .51, .44, .29, .27, .16, .12},
+		Rounding:            {.97, .95, .90, .85, .77, .59, .39, .21},
+		GumbelSinkhorn:      {.97, .96, .92, .84, .76, .59, .44, .26},
+		GumbelSinkhornNoReg: {.96, .93, .89, .78, .71, .52, .40, .23},
+	}
+
+	// Table 5 of the seed paper: 25 known neurons; mean numbers of
+	// candidates 10, 30, 45 and 60; 1 and 4 worms.
+	table5Known      = 25
+	table5Candidates = []int{10, 30, 45, 60}
+	table5Worms      = []int{1, 4}
+	table5Paper      = map[Method][8]float64{
+		MCMC:                {.34, .65, .18, .28, .14, .17, .13, .16},
+		Rounding:            {.77, .93, .33, .70, .18, .48, .17, .37},
+		GumbelSinkhorn:      {.79, .94, .40, .69, .25, .51, .21, .44},
+		GumbelSinkhornNoReg: {.77, .92, .40, .64, .25, .44, .21, .39},
+	}
+)
+
+func paperColumn(table map[Method][8]float64, k int) map[Method]float64 {
+	out := make(map[Method]float64, len(table))
+	for m, row := range table {
+		out[m] = row[k]
+	}
+	return out
+}
+
+// Table3Cells returns the eight cells of the seed paper's Table 3, in its
+// column order: 4 worms, 110, 83, 55 and 25 known neurons (40, 30, 20 and
+// 10 % of 278), each with the easy (nu = 0.05) and hard (nu = 0.1) candidate
+// widths. Labels are "40-easy", "40-hard", ..., "10-hard".
+func Table3Cells() []Cell {
+	var cells []Cell
+	for i, known := range table3Known {
+		for _, w := range table3Widths {
+			cells = append(cells, Cell{
+				Table:  3,
+				Label:  fmt.Sprintf("%d-%s", table3Pct[i], w.name),
+				Header: fmt.Sprintf("%d%% %s", table3Pct[i], w.name),
+				Worms:  4,
+				Known:  known,
+				Nu:     w.nu,
+				Paper:  paperColumn(table3Paper, len(cells)),
+			})
+		}
+	}
+	return cells
+}
+
+// Table5Cells returns the eight cells of the seed paper's Table 5, in its
+// column order: 25 known neurons, mean numbers of candidates 10, 30, 45 and
+// 60 (widths found by CandidateWidth), each with 1 and 4 worms. Labels are
+// "10c-1w", "10c-4w", ..., "60c-4w".
+func Table5Cells() []Cell {
+	var cells []Cell
+	for _, cand := range table5Candidates {
+		for _, worms := range table5Worms {
+			cells = append(cells, Cell{
+				Table:      5,
+				Label:      fmt.Sprintf("%dc-%dw", cand, worms),
+				Header:     fmt.Sprintf("%d cand. %dw", cand, worms),
+				Worms:      worms,
+				Known:      table5Known,
+				Candidates: float64(cand),
+				Paper:      paperColumn(table5Paper, len(cells)),
+			})
+		}
+	}
+	return cells
+}
+
+// SelectCells returns the cells of the given table ("3", "5", "all" or ""
+// for both) whose label or key is in labels (all of them if labels is
+// empty), in table order. It is an error if a label matches no cell.
+func SelectCells(table string, labels []string) ([]Cell, error) {
+	var pool []Cell
+	switch strings.TrimSpace(strings.ToLower(table)) {
+	case "3":
+		pool = Table3Cells()
+	case "5":
+		pool = Table5Cells()
+	case "all", "":
+		pool = append(Table3Cells(), Table5Cells()...)
+	default:
+		return nil, fmt.Errorf("celegans: SelectCells: table must be 3, 5 or all, got %q", table)
+	}
+	if len(labels) == 0 {
+		return pool, nil
+	}
+	want := make(map[string]bool, len(labels))
+	for _, l := range labels {
+		want[strings.TrimSpace(l)] = false
+	}
+	var out []Cell
+	for _, c := range pool {
+		if _, ok := want[c.Label]; ok {
+			want[c.Label] = true
+			out = append(out, c)
+		} else if _, ok := want[c.Key()]; ok {
+			want[c.Key()] = true
+			out = append(out, c)
+		}
+	}
+	for _, l := range labels {
+		if !want[strings.TrimSpace(l)] {
+			var names []string
+			for _, c := range pool {
+				names = append(names, c.Label)
+			}
+			return nil, fmt.Errorf("celegans: SelectCells: no cell %q in table %q (cells: %s)", l, table, strings.Join(names, ", "))
+		}
+	}
+	return out, nil
+}
+
+// Results are written to these files of Experiment.OutDir.
+const (
+	ResultsFile = "results.jsonl" // one Record per line, appended as runs finish
+	SummaryFile = "summary.json"  // the Summary of the last Run
+	ReportFile  = "report.md"     // the Summary's markdown tables
+)
+
+// Experiment runs methods on a grid of cells and seeds, following the
+// protocol of the seed paper's Section 5 and Linderman et al. (2018).
+//
+// For each cell and seed s = 1, ..., Seeds it simulates the worms with
+// Simulate(Connectome, SimConfig{Worms, T, KnownCount}, s), so every cell
+// with the same seed shares W, builds the position masks, and runs each
+// method in turn on that same Problem with the same Settings (in particular
+// the same wall-clock Budget: MCMC never gets less time than the variational
+// methods) and a seed derived from s and the method. Runs are sequential, so
+// that a budget is a fair share of the machine.
+//
+// With OutDir set, every finished run is appended at once to
+// OutDir/results.jsonl, and runs already recorded there with the same
+// configuration are skipped, so an interrupted experiment resumes where it
+// stopped. Failed runs are recorded too, but are tried again on the next Run.
+type Experiment struct {
+	Cells   []Cell
+	Methods []Method // nil means Methods
+	Seeds   int      // seeds 1, ..., Seeds; 0 means 1
+
+	// Connectome is the worm; nil means Synthetic(0, 1). ConnectomeName
+	// describes it in reports.
+	Connectome     *Connectome
+	ConnectomeName string
+
+	T        int      // time steps per worm; 0 means DefaultT
+	Settings Settings // the zero value means DefaultSettings()
+
+	// OutDir receives results.jsonl, summary.json, report.md and the
+	// figures; "" keeps everything in memory (no resume).
+	OutDir string
+	// TraceCell is the key (or label) of the cell whose accuracy against
+	// time is plotted; "" means the first cell.
+	TraceCell string
+	// Progress, if not nil, is called from Run's goroutine as runs start,
+	// finish, fail or are skipped.
+	Progress func(Event)
+
+	// solve is Solve; tests replace it.
+	solve func(ctx context.Context, p *Problem, m Method, s Settings, seed uint64) (*Outcome, error)
+}
+
+// Task names one run: a method on a cell with a seed.
+type Task struct {
+	Cell   string // Cell.Key()
+	Seed   int
+	Method Method
+}
+
+func (t Task) String() string { return fmt.Sprintf("%s seed %d %s", t.Cell, t.Seed, t.Method) }
+
+// EventKind says what an Event reports.
+type EventKind int
+
+// The kinds of Event.
+const (
+	EventPlan  EventKind = iota // Run has counted its tasks; Message describes the run
+	EventSkip                   // the task was found in the results file
+	EventStart                  // the task starts now
+	EventDone                   // the task finished; Record holds its result
+	EventFail                   // the method returned an error; Record.Error holds it
+	EventInfo                   // Message is a note worth showing
+)
+
+// Event is a progress report of Experiment.Run.
+type Event struct {
+	Kind    EventKind
+	Task    Task
+	Done    int           // tasks finished or skipped so far, this one included
+	Total   int           // tasks in the run
+	Budget  time.Duration // Settings.Budget, for progress displays
+	Record  *Record       // EventSkip, EventDone and EventFail
+	Message string        // EventPlan and EventInfo
+}
+
+// Record is the result of one run, as stored in results.jsonl.
+type Record struct {
+	Cell   string `json:"cell"` // Cell.Key()
+	Table  int    `json:"table"`
+	Label  string `json:"label"`
+	Seed   int    `json:"seed"`
+	Method Method `json:"method"`
+
+	Worms          int     `json:"worms"`
+	Known          int     `json:"known"`
+	Nu             float64 `json:"nu"`              // candidate width used
+	MeanCandidates float64 `json:"mean_candidates"` // MeanCandidates(Nu), no known neurons
+	MaskCandidates float64 `json:"mask_candidates"` // allowed pairs per row of the masks, known rows included
+
+	Accuracy        float64       `json:"accuracy"`         // over all neurons
+	AccuracyUnknown float64       `json:"accuracy_unknown"` // over the neurons not known
+	ElapsedSec      float64       `json:"elapsed_s"`
+	Iterations      int           `json:"iterations"` // VI steps or MCMC sweeps
+	Trace           []TraceRecord `json:"trace,omitempty"`
+	Error           string        `json:"error,omitempty"`
+
+	// Config identifies the configuration (connectome, T, settings, cell);
+	// only records with the current one are reused.
+	Config   string    `json:"config"`
+	Finished time.Time `json:"finished"`
+}
+
+// TraceRecord is a TracePoint in seconds.
+type TraceRecord struct {
+	Sec             float64 `json:"t"`
+	Accuracy        float64 `json:"acc"`
+	AccuracyUnknown float64 `json:"acc_unknown"`
+}
+
+func (r *Record) task() Task { return Task{Cell: r.Cell, Seed: r.Seed, Method: r.Method} }
+
+// plannedCell is a cell with its width resolved on the run's connectome.
+type plannedCell struct {
+	Cell
+	nu, mean float64
+	config   string
+}
+
+// defaults returns a copy of e with the defaults filled in.
+func (e *Experiment) defaults() (*Experiment, error) {
+	x := *e
+	if x.Methods == nil {
+		x.Methods = Methods
+	}
+	if x.Seeds == 0 {
+		x.Seeds = 1
+	}
+	if x.Connectome == nil {
+		c, err := Synthetic(0, 1)
+		if err != nil {
+			return nil, err
+		}
+		x.Connectome = c
+		if x.ConnectomeName == "" {
+			x.ConnectomeName = "synthetic (seed 1)"
+		}
+	}
+	if x.ConnectomeName == "" {
+		x.ConnectomeName = "custom"
+	}
+	if x.T == 0 {
+		x.T = DefaultT
+	}
+	if x.Settings == (Settings{}) {
+		x.Settings = DefaultSettings()
+	}
+	if x.solve == nil {
+		x.solve = Solve
+	}
+	switch {
+	case len(x.Cells) == 0:
+		return nil, errors.New("celegans: Experiment: no cells")
+	case len(x.Methods) == 0:
+		return nil, errors.New("celegans: Experiment: no methods")
+	case x.Seeds < 0:
+		return nil, fmt.Errorf("celegans: Experiment: Seeds must be >= 0, got %d", x.Seeds)
+	case x.T < 2:
+		return nil, fmt.Errorf("celegans: Experiment: T must be >= 2, got %d", x.T)
+	case x.Settings.Budget < 0:
+		return nil, fmt.Errorf("celegans: Experiment: negative budget %v", x.Settings.Budget)
+	}
+	seen := make(map[Method]bool)
+	for _, m := range x.Methods {
+		if _, err := ParseMethod(string(m)); err != nil {
+			return nil, fmt.Errorf("celegans: Experiment: %w", err)
+		}
+		if seen[m] {
+			return nil, fmt.Errorf("celegans: Experiment: method %s listed twice", m)
+		}
+		seen[m] = true
+	}
+	return &x, nil
+}
+
+// plan resolves the candidate widths and the configuration fingerprints.
+func (e *Experiment) plan() ([]plannedCell, error) {
+	common, err := json.Marshal(struct {
+		Connectome string
+		T          int
+		Settings   Settings
+	}{connectomeHash(e.Connectome), e.T, e.Settings})
+	if err != nil {
+		return nil, err
+	}
+	n := e.Connectome.N()
+	seen := make(map[string]bool)
+	var out []plannedCell
+	for _, c := range e.Cells {
+		if err := c.validate(n); err != nil {
+			return nil, err
+		}
+		if seen[c.Key()] {
+			return nil, fmt.Errorf("celegans: Experiment: cell %s listed twice", c.Key())
+		}
+		seen[c.Key()] = true
+		pc := plannedCell{Cell: c, nu: c.Nu}
+		if c.Nu > 0 {
+			pc.mean, err = MeanCandidates(e.Connectome, c.Nu)
+		} else {
+			pc.nu, pc.mean, err = CandidateWidth(e.Connectome, c.Candidates)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("celegans: cell %s: %w", c.Key(), err)
+		}
+		spec, err := json.Marshal(struct {
+			Worms, Known int
+			Nu           float64
+		}{c.Worms, c.Known, pc.nu})
+		if err != nil {
+			return nil, err
+		}
+		h := sha256.Sum256(append(append(common, '|'), spec...))
+		pc.config = hex.EncodeToString(h[:8])
+		out = append(out, pc)
+	}
+	return out, nil
+}
+
+// connectomeHash identifies a connectome by its names, positions and edges.
+func connectomeHash(c *Connectome) string {
+	h := sha256.New()
+	var buf [8]byte
+	for i, name := range c.Names {
+		h.Write([]byte(name))
+		h.Write([]byte{0})
+		binary.LittleEndian.PutUint64(buf[:], math.Float64bits(c.Positions[i]))
+		h.Write(buf[:])
+	}
+	for _, e := range c.EdgeList() {
+		binary.LittleEndian.PutUint64(buf[:], uint64(e[0])<<32|uint64(e[1]))
+		h.Write(buf[:])
+	}
+	return hex.EncodeToString(h.Sum(nil)[:8])
+}
+
+// methodSeed derives the seed of method m's run from the simulation seed:
+// a splitmix64 step of both, so methods and seeds get unrelated streams.
+func methodSeed(seed int, m Method) uint64 {
+	x := uint64(seed)*0x9e3779b97f4a7c15 + 1
+	for _, b := range []byte(m) {
+		x = (x ^ uint64(b)) * 0x100000001b3
+	}
+	x ^= x >> 30
+	x *= 0xbf58476d1ce4e5b9
+	x ^= x >> 27
+	x *= 0x94d049bb133111eb
+	return x ^ x>>31
+}
+
+// Run runs every task not yet in the results file, then writes the summary,
+// the markdown report and the figures (when OutDir is set) and returns the
+// Summary of all the runs of the grid, old and new.
+//
+// If ctx is cancelled, Run stops after recording the runs that finished,
+// still writes the reports of what is done, and returns the partial Summary
+// with ctx.Err(). Errors of a method do not stop Run: they are recorded and
+// listed in Summary.Failures.
+func (e *Experiment) Run(ctx context.Context) (*Summary, error) {
+	x, err := e.defaults()
+	if err != nil {
+		return nil, err
+	}
+	cells, err := x.plan()
+	if err != nil {
+		return nil, err
+	}
+	if x.TraceCell != "" {
+		ok := false
+		for _, c := range cells {
+			ok = ok || c.Key() == x.TraceCell || c.Label == x.TraceCell
+		}
+		if !ok {
+			return nil, fmt.Errorf("celegans: Experiment: trace cell %q is not in the grid", x.TraceCell)
+		}
+	}
+	emit := func(ev Event) {
+		if x.Progress != nil {
+			ev.Budget = x.Settings.Budget
+			x.Progress(ev)
+		}
+	}
+
+	var store *recordStore
+	if x.OutDir != "" {
+		if err := os.MkdirAll(x.OutDir, 0o755); err != nil {
+			return nil, fmt.Errorf("celegans: Experiment: %w", err)
+		}
+		store, err = openStore(filepath.Join(x.OutDir, ResultsFile))
+		if err != nil {
+			return nil, err
+		}
+		defer store.close()
+	} else {
+		store = &recordStore{}
+	}
+
+	configs := make(map[string]bool, len(cells))
+	for _, c := range cells {
+		configs[c.config] = true
+	}
+	done := make(map[Task]*Record)
+	other := 0
+	for _, r := range store.old {
+		switch {
+		case !configs[r.Config]:
+			other++
+		case r.Error == "":
+			done[r.task()] = r
+		}
+	}
+	if other > 0 {
+		emit(Event{Kind: EventInfo, Message: fmt.Sprintf("%d records of %s were made with another configuration (connectome, T, settings or cell); they are ignored", other, ResultsFile)})
+	}
+
+	// Report the runs found first, then run the others, a cell and seed
+	// (one simulation) at a time.
+	total := len(cells) * x.Seeds * len(x.Methods)
+	type group struct {
+		cell    plannedCell
+		seed    int
+		pending []Method
+	}
+	var groups []group
+	var found []Task
+	for _, c := range cells {
+		for seed := 1; seed <= x.Seeds; seed++ {
+			g := group{cell: c, seed: seed}
+			for _, m := range x.Methods {
+				t := Task{Cell: c.Key(), Seed: seed, Method: m}
+				if done[t] != nil {
+					found = append(found, t)
+				} else {
+					g.pending = append(g.pending, m)
+				}
+			}
+			if len(g.pending) > 0 {
+				groups = append(groups, g)
+			}
+		}
+	}
+	emit(Event{Kind: EventPlan, Total: total, Message: x.describe(cells, total, len(found))})
+	count := 0
+	for _, t := range found {
+		count++
+		emit(Event{Kind: EventSkip, Task: t, Done: count, Total: total, Record: done[t]})
+	}
+	var runErr error
+groups:
+	for _, g := range groups {
+		if err := ctx.Err(); err != nil {
+			runErr = err
+			break
+		}
+		p, err := x.problem(g.cell, g.seed)
+		if err != nil {
+			return nil, err
+		}
+		for _, m := range g.pending {
+			if err := ctx.Err(); err != nil {
+				runErr = err
+				break groups
+			}
+			t := Task{Cell: g.cell.Key(), Seed: g.seed, Method: m}
+			emit(Event{Kind: EventStart, Task: t, Done: count, Total: total})
+			out, err := x.solve(ctx, p, m, x.Settings, methodSeed(g.seed, m))
+			if ctx.Err() != nil {
+				runErr = ctx.Err()
+				break groups
+			}
+			rec := newRecord(g.cell, g.seed, m, p, out, err)
+			if err := store.append(rec); err != nil {
+				return nil, err
+			}
+			count++
+			kind := EventDone
+			if rec.Error == "" {
+				done[t] = rec
+			} else {
+				kind = EventFail
+			}
+			emit(Event{Kind: kind, Task: t, Done: count, Total: total, Record: rec})
+		}
+	}
+
+	sum := x.summarize(cells, done, store.failures(configs, done))
+	if x.OutDir != "" {
+		if err := x.writeReports(sum); err != nil {
+			return sum, err
+		}
+	}
+	return sum, runErr
+}
+
+func (e *Experiment) describe(cells []plannedCell, total, found int) string {
+	s := e.Settings
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d runs (%d cells x %d seeds x %d methods), %d already in the results file\n", total, len(cells), e.Seeds, len(e.Methods), found)
+	fmt.Fprintf(&b, "connectome: %s, %d neurons, %d edges; T = %d\n", e.ConnectomeName, e.Connectome.N(), e.Connectome.Edges(), e.T)
+	fmt.Fprintf(&b, "budget per run: %s for every method, at most %d VI steps or %d MCMC sweeps", budgetText(s.Budget), s.Steps, s.Sweeps)
+	if e.OutDir != "" {
+		fmt.Fprintf(&b, "\nresults: %s", filepath.Join(e.OutDir, ResultsFile))
+	}
+	return b.String()
+}
+
+func budgetText(d time.Duration) string {
+	if d == 0 {
+		return "no time limit"
+	}
+	return d.String()
+}
+
+// problem simulates the worms of cell c with the given seed.
+func (e *Experiment) problem(c plannedCell, seed int) (*Problem, error) {
+	sim, err := Simulate(e.Connectome, SimConfig{Worms: c.Worms, T: e.T, KnownCount: c.Known}, uint64(seed))
+	if err != nil {
+		return nil, fmt.Errorf("celegans: cell %s seed %d: %w", c.Key(), seed, err)
+	}
+	masks, err := sim.PositionMasks(c.nu)
+	if err != nil {
+		return nil, fmt.Errorf("celegans: cell %s seed %d: %w", c.Key(), seed, err)
+	}
+	p, err := FromSimulation(sim, masks)
+	if err != nil {
+		return nil, fmt.Errorf("celegans: cell %s seed %d: %w", c.Key(), seed, err)
+	}
+	return p, nil
+}
+
+func newRecord(c plannedCell, seed int, m Method, p *Problem, out *Outcome, err error) *Record {
+	r := &Record{
+		Cell: c.Key(), Table: c.Table, Label: c.Label, Seed: seed, Method: m,
+		Worms: c.Worms, Known: c.Known, Nu: c.nu, MeanCandidates: c.mean,
+		Config: c.config, Finished: time.Now().UTC().Truncate(time.Millisecond),
+	}
+	allowed := 0
+	for _, mk := range p.Masks {
+		allowed += mk.Count()
+	}
+	r.MaskCandidates = float64(allowed) / float64(p.N()*p.Worms())
+	switch {
+	case err != nil:
+		r.Error = err.Error()
+		return r
+	case out == nil:
+		r.Error = "no outcome"
+		return r
+	case math.IsNaN(out.Accuracy) || math.IsNaN(out.AccuracyUnknown):
+		r.Error = "no accuracy (problem without ground truth?)"
+		return r
+	}
+	r.Accuracy, r.AccuracyUnknown = out.Accuracy, out.AccuracyUnknown
+	r.ElapsedSec = out.Elapsed.Seconds()
+	r.Iterations = out.Iterations
+	for _, tp := range out.Trace {
+		if math.IsNaN(tp.Accuracy) || math.IsNaN(tp.AccuracyUnknown) {
+			continue
+		}
+		r.Trace = append(r.Trace, TraceRecord{Sec: tp.Elapsed.Seconds(), Accuracy: tp.Accuracy, AccuracyUnknown: tp.AccuracyUnknown})
+	}
+	return r
+}
+
+// recordStore is the append-only results file.
+type recordStore struct {
+	f   *os.File
+	old []*Record // read at open
+	new []*Record // appended since
+}
+
+// openStore reads the records of path, if it exists, and opens it for
+// appending. Lines that do not parse (a line cut by a crash) are skipped.
+func openStore(path string) (*recordStore, error) {
+	s := &recordStore{}
+	data, err := os.ReadFile(path)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("celegans: Experiment: %w", err)
+	}
+	s.old = parseRecords(data)
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("celegans: Experiment: %w", err)
+	}
+	s.f = f
+	if len(data) > 0 && data[len(data)-1] != '\n' {
+		// End a line cut short, so the next record starts on its own line.
+		if _, err := f.Write([]byte{'\n'}); err != nil {
+			f.Close()
+			return nil, fmt.Errorf("celegans: Experiment: %w", err)
+		}
+	}
+	return s, nil
+}
+
+func parseRecords(data []byte) []*Record {
+	var out []*Record
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	sc.Buffer(make([]byte, 0, 1<<16), 1<<26)
+	for sc.Scan() {
+		line := bytes.TrimSpace(sc.Bytes())
+		if len(line) == 0 {
+			continue
+		}
+		var r Record
+		if json.Unmarshal(line, &r) != nil || r.Cell == "" || r.Method == "" {
+			continue
+		}
+		out = append(out, &r)
+	}
+	return out
+}
+
+// ReadRecords returns the records of a results file written by
+// Experiment.Run, skipping lines that do not parse.
+func ReadRecords(r io.Reader) ([]*Record, error) {
+	data, err := io.ReadAll(r)
+	if err != nil {
+		return nil, fmt.Errorf("celegans: ReadRecords: %w", err)
+	}
+	return parseRecords(data), nil
+}
+
+func (s *recordStore) append(r *Record) error {
+	s.new = append(s.new, r)
+	if s.f == nil {
+		return nil
+	}
+	line, err := json.Marshal(r)
+	if err != nil {
+		return fmt.Errorf("celegans: Experiment: encoding %s: %w", r.task(), err)
+	}
+	if _, err := s.f.Write(append(line, '\n')); err != nil {
+		return fmt.Errorf("celegans: Experiment: %w", err)
+	}
+	return s.f.Sync()
+}
+
+func (s *recordStore) close() {
+	if s.f != nil {
+		s.f.Close()
+	}
+}
+
+// failures returns the latest failed record of each task of the current
+// configuration that has not succeeded since.
+func (s *recordStore) failures(configs map[string]bool, done map[Task]*Record) []*Record {
+	last := make(map[Task]*Record)
+	var order []Task
+	for _, r := range append(append([]*Record(nil), s.old...), s.new...) {
+		t := r.task()
+		if r.Error == "" || !configs[r.Config] || done[t] != nil {
+			continue
+		}
+		if last[t] == nil {
+			order = append(order, t)
+		}
+		last[t] = r
+	}
+	out := make([]*Record, 0, len(order))
+	for _, t := range order {
+		out = append(out, last[t])
+	}
+	return out
+}

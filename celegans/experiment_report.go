@@ -1,0 +1,407 @@
+// Reporting of the experiment runner: the Summary of a grid, its markdown
+// tables in the layout of the seed paper, and the files written to OutDir.
+
+package celegans
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"gonum.org/v1/gonum/stat"
+	"gonum.org/v1/plot"
+)
+
+// Summary aggregates the runs of an Experiment over seeds.
+type Summary struct {
+	Connectome string        `json:"connectome"`
+	Neurons    int           `json:"neurons"`
+	Edges      int           `json:"edges"`
+	T          int           `json:"T"`
+	Seeds      int           `json:"seeds"`
+	Budget     time.Duration `json:"budget_ns"` // per run, the same for every method
+	Settings   Settings      `json:"settings"`
+	Methods    []Method      `json:"methods"`
+	Cells      []CellInfo    `json:"cells"`
+	Entries    []Entry       `json:"entries"`  // one per (cell, method) with at least one run, cells then methods
+	Failures   []*Record     `json:"failures"` // failed runs not yet redone
+	Missing    int           `json:"missing"`  // tasks of the grid neither done nor failed
+	Figures    []string      `json:"figures"`  // PNG files written to OutDir
+
+	records []*Record // successful runs of the grid, for figures
+}
+
+// CellInfo is a Cell with its width resolved on the run's connectome.
+type CellInfo struct {
+	Key            string  `json:"key"`
+	Table          int     `json:"table"`
+	Label          string  `json:"label"`
+	Header         string  `json:"header"`
+	Worms          int     `json:"worms"`
+	Known          int     `json:"known"`
+	Nu             float64 `json:"nu"`
+	MeanCandidates float64 `json:"mean_candidates"` // MeanCandidates(Nu), no known neurons
+	Target         float64 `json:"target_candidates,omitempty"`
+}
+
+// Entry is the mean and standard deviation over seeds of one method on one
+// cell. SDs are the sample standard deviations (0 with a single run).
+type Entry struct {
+	Cell              string   `json:"cell"`
+	Method            Method   `json:"method"`
+	Runs              int      `json:"runs"`
+	Accuracy          float64  `json:"accuracy"`
+	AccuracySD        float64  `json:"accuracy_sd"`
+	AccuracyUnknown   float64  `json:"accuracy_unknown"`
+	AccuracyUnknownSD float64  `json:"accuracy_unknown_sd"`
+	ElapsedSec        float64  `json:"elapsed_s"`  // mean wall time per run
+	Iterations        float64  `json:"iterations"` // mean VI steps or MCMC sweeps per run
+	Paper             *float64 `json:"paper,omitempty"`
+}
+
+// Entry returns the entry of method m on the cell with the given key.
+func (s *Summary) Entry(cell string, m Method) (Entry, bool) {
+	for _, e := range s.Entries {
+		if e.Cell == cell && e.Method == m {
+			return e, true
+		}
+	}
+	return Entry{}, false
+}
+
+// Records returns the successful runs of the grid, cells then seeds then
+// methods in the experiment's order.
+func (s *Summary) Records() []*Record { return s.records }
+
+func (e *Experiment) summarize(cells []plannedCell, done map[Task]*Record, failures []*Record) *Summary {
+	s := &Summary{
+		Connectome: e.ConnectomeName, Neurons: e.Connectome.N(), Edges: e.Connectome.Edges(),
+		T: e.T, Seeds: e.Seeds, Budget: e.Settings.Budget, Settings: e.Settings,
+		Methods: append([]Method(nil), e.Methods...),
+	}
+	inGrid := make(map[Task]bool)
+	for _, c := range cells {
+		s.Cells = append(s.Cells, CellInfo{
+			Key: c.Key(), Table: c.Table, Label: c.Label, Header: c.title(),
+			Worms: c.Worms, Known: c.Known, Nu: c.nu, MeanCandidates: c.mean, Target: c.Candidates,
+		})
+		for _, m := range e.Methods {
+			var recs []*Record
+			for seed := 1; seed <= e.Seeds; seed++ {
+				t := Task{Cell: c.Key(), Seed: seed, Method: m}
+				inGrid[t] = true
+				if r := done[t]; r != nil {
+					recs = append(recs, r)
+				}
+			}
+			if len(recs) == 0 {
+				continue
+			}
+			s.Entries = append(s.Entries, entryOf(c.Cell, m, recs))
+		}
+	}
+	for _, c := range cells {
+		for seed := 1; seed <= e.Seeds; seed++ {
+			for _, m := range e.Methods {
+				if r := done[Task{Cell: c.Key(), Seed: seed, Method: m}]; r != nil {
+					s.records = append(s.records, r)
+				}
+			}
+		}
+	}
+	failed := make(map[Task]bool)
+	for _, r := range failures {
+		if inGrid[r.task()] {
+			s.Failures = append(s.Failures, r)
+			failed[r.task()] = true
+		}
+	}
+	for t := range inGrid {
+		if done[t] == nil && !failed[t] {
+			s.Missing++
+		}
+	}
+	if s.Failures == nil {
+		s.Failures = []*Record{}
+	}
+	return s
+}
+
+func entryOf(c Cell, m Method, recs []*Record) Entry {
+	acc := make([]float64, len(recs))
+	unk := make([]float64, len(recs))
+	var sec, it float64
+	for i, r := range recs {
+		acc[i], unk[i] = r.Accuracy, r.AccuracyUnknown
+		sec += r.ElapsedSec
+		it += float64(r.Iterations)
+	}
+	n := float64(len(recs))
+	e := Entry{Cell: c.Key(), Method: m, Runs: len(recs), ElapsedSec: sec / n, Iterations: it / n}
+	e.Accuracy, e.AccuracySD = meanSD(acc)
+	e.AccuracyUnknown, e.AccuracyUnknownSD = meanSD(unk)
+	if v, ok := c.Paper[m]; ok {
+		e.Paper = &v
+	}
+	return e
+}
+
+func meanSD(x []float64) (mean, sd float64) {
+	if len(x) == 1 {
+		return x[0], 0
+	}
+	return stat.MeanStdDev(x, nil)
+}
+
+// methodTitle is the row name of a method in the paper's tables.
+func methodTitle(m Method) string {
+	switch m {
+	case MCMC:
+		return "MCMC"
+	case Rounding:
+		return "Linderman et al. (rounding)"
+	case GumbelSinkhorn:
+		return "Gumbel-Sinkhorn"
+	case GumbelSinkhornNoReg:
+		return "Gumbel-Sinkhorn, no reg."
+	}
+	return string(m)
+}
+
+func tableTitle(t int) string {
+	switch t {
+	case 3:
+		return "Table 3 (4 worms; known neurons and candidate width)"
+	case 5:
+		return "Table 5 (25 known neurons; mean candidates and worms)"
+	}
+	return "Other cells"
+}
+
+// tables returns the table ids of the summary's cells in order of first
+// appearance, and the cells of each.
+func (s *Summary) tables() ([]int, map[int][]CellInfo) {
+	var ids []int
+	by := make(map[int][]CellInfo)
+	for _, c := range s.Cells {
+		if _, ok := by[c.Table]; !ok {
+			ids = append(ids, c.Table)
+		}
+		by[c.Table] = append(by[c.Table], c)
+	}
+	return ids, by
+}
+
+// Markdown returns the summary as markdown: for each table of the seed paper
+// in the grid, the accuracy over all neurons and over the unknown neurons,
+// methods in rows and cells in columns, each entry "mean ± sd (paper)", then
+// the mean wall time and iterations per run, the cells' parameters and the
+// failed runs.
+func (s *Summary) Markdown() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "Connectome: %s, %d neurons, %d edges; T = %d; %d seed(s).\n", s.Connectome, s.Neurons, s.Edges, s.T, s.Seeds)
+	fmt.Fprintf(&b, "Every method gets the same wall-clock budget per run: %s (MCMC's is not smaller than VI's), "+
+		"and stops earlier after %d VI steps or %d MCMC sweeps. Runs are sequential.\n", budgetText(s.Budget), s.Settings.Steps, s.Settings.Sweeps)
+	fmt.Fprintf(&b, "Entries: mean ± sd over seeds of the fraction of neurons identified correctly, from the matching of the posterior mean; "+
+		"(paper value) from the seed paper, which does not say whether known neurons are counted.\n")
+	ids, by := s.tables()
+	for _, id := range ids {
+		cells := by[id]
+		for _, unknown := range []bool{false, true} {
+			what := "accuracy over all neurons"
+			if unknown {
+				what = "accuracy over the unknown neurons"
+			}
+			fmt.Fprintf(&b, "\n### %s: %s\n\n", tableTitle(id), what)
+			s.writeTable(&b, cells, func(e Entry) string {
+				v, sd := e.Accuracy, e.AccuracySD
+				if unknown {
+					v, sd = e.AccuracyUnknown, e.AccuracyUnknownSD
+				}
+				out := fmt.Sprintf("%.3f", v)
+				if e.Runs > 1 {
+					out += fmt.Sprintf(" ± %.3f", sd)
+				}
+				if e.Runs < s.Seeds {
+					out += fmt.Sprintf(" [n=%d]", e.Runs)
+				}
+				return out
+			}, true)
+		}
+		fmt.Fprintf(&b, "\n### %s: mean wall time (s) / iterations per run\n\n", tableTitle(id))
+		s.writeTable(&b, cells, func(e Entry) string {
+			return fmt.Sprintf("%.1f / %.0f", e.ElapsedSec, e.Iterations)
+		}, false)
+	}
+
+	b.WriteString("\nCells:\n")
+	for _, c := range s.Cells {
+		fmt.Fprintf(&b, "- %s (%s): %d worm(s), %d known, nu = %.4g, %.1f mean candidates", c.Key, c.Header, c.Worms, c.Known, c.Nu, c.MeanCandidates)
+		if c.Target > 0 {
+			fmt.Fprintf(&b, " (target %g)", c.Target)
+		}
+		b.WriteString("\n")
+	}
+	if len(s.Failures) > 0 {
+		b.WriteString("\nFailed runs (tried again on the next run):\n")
+		for _, r := range s.Failures {
+			fmt.Fprintf(&b, "- %s: %s\n", r.task(), r.Error)
+		}
+	}
+	if s.Missing > 0 {
+		fmt.Fprintf(&b, "\n%d runs of the grid are not done yet; run again with the same output directory to finish them.\n", s.Missing)
+	}
+	return b.String()
+}
+
+func (s *Summary) writeTable(b *strings.Builder, cells []CellInfo, format func(Entry) string, paper bool) {
+	b.WriteString("| method |")
+	for _, c := range cells {
+		fmt.Fprintf(b, " %s |", c.Header)
+	}
+	b.WriteString("\n|---|")
+	for range cells {
+		b.WriteString("---|")
+	}
+	b.WriteString("\n")
+	failed := make(map[Task]bool)
+	for _, r := range s.Failures {
+		failed[Task{Cell: r.Cell, Method: r.Method}] = true
+	}
+	for _, m := range s.Methods {
+		fmt.Fprintf(b, "| %s |", methodTitle(m))
+		for _, c := range cells {
+			e, ok := s.Entry(c.Key, m)
+			var cell string
+			switch {
+			case ok:
+				cell = format(e)
+			case failed[Task{Cell: c.Key, Method: m}]:
+				cell = "failed"
+			default:
+				cell = "–"
+			}
+			if paper {
+				if v, ok := paperValue(c, m); ok {
+					cell += fmt.Sprintf(" (%s)", strings.TrimPrefix(fmt.Sprintf("%.2f", v), "0"))
+				}
+			}
+			fmt.Fprintf(b, " %s |", cell)
+		}
+		b.WriteString("\n")
+	}
+}
+
+// paperValue returns the published accuracy of m on the cell of the seed
+// paper's tables with the given info.
+func paperValue(c CellInfo, m Method) (float64, bool) {
+	var pool []Cell
+	switch c.Table {
+	case 3:
+		pool = Table3Cells()
+	case 5:
+		pool = Table5Cells()
+	default:
+		return 0, false
+	}
+	for _, pc := range pool {
+		if pc.Label == c.Label {
+			v, ok := pc.Paper[m]
+			return v, ok
+		}
+	}
+	return 0, false
+}
+
+// writeReports writes summary.json, report.md and the figures to OutDir.
+func (e *Experiment) writeReports(s *Summary) error {
+	type figure struct {
+		name string
+		make func() (*plot.Plot, error)
+		w    float64
+	}
+	var figs []figure
+	if len(s.Entries) > 0 {
+		ids, by := s.tables()
+		for _, id := range ids {
+			figs = append(figs, figure{accuracyFigureName(id), func() (*plot.Plot, error) { return AccuracyFigure(s, id) }, math.Max(6, 2+1.1*float64(len(by[id])))})
+		}
+		cell := s.Cells[0].Key
+		if e.TraceCell != "" {
+			cell = resolveCellKey(s, e.TraceCell)
+		}
+		for _, r := range s.records {
+			if r.Cell == cell {
+				figs = append(figs, figure{traceFigureName(cell), func() (*plot.Plot, error) { return TraceFigure(s, cell) }, 7})
+				break
+			}
+		}
+	}
+	s.Figures = s.Figures[:0]
+	for _, f := range figs {
+		s.Figures = append(s.Figures, f.name)
+	}
+
+	js, err := json.MarshalIndent(s, "", "  ")
+	if err != nil {
+		return fmt.Errorf("celegans: Experiment: summary: %w", err)
+	}
+	if err := writeFileAtomic(filepath.Join(e.OutDir, SummaryFile), append(js, '\n')); err != nil {
+		return err
+	}
+	if err := writeFileAtomic(filepath.Join(e.OutDir, ReportFile), []byte(s.Markdown())); err != nil {
+		return err
+	}
+	for _, f := range figs {
+		p, err := f.make()
+		if err != nil {
+			return err
+		}
+		if err := savePlot(p, f.w, 4.5, filepath.Join(e.OutDir, f.name)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func accuracyFigureName(table int) string {
+	if table == 0 {
+		return "accuracy.png"
+	}
+	return fmt.Sprintf("accuracy_table%d.png", table)
+}
+
+func traceFigureName(cell string) string {
+	r := strings.NewReplacer("/", "_", "%", "pct", " ", "_")
+	return "trace_" + r.Replace(cell) + ".png"
+}
+
+// resolveCellKey maps a label to the key of the first cell with that label.
+func resolveCellKey(s *Summary, cell string) string {
+	for _, c := range s.Cells {
+		if c.Key == cell {
+			return cell
+		}
+	}
+	for _, c := range s.Cells {
+		if c.Label == cell {
+			return c.Key
+		}
+	}
+	return cell
+}
+
+func writeFileAtomic(path string, data []byte) error {
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, data, 0o644); err != nil {
+		return fmt.Errorf("celegans: Experiment: %w", err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return fmt.Errorf("celegans: Experiment: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,278 @@
+package celegans
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"time"
+
+	"gonum.org/v1/gonum/mat"
+
+	"github.com/permlab/permlab/ad/optim"
+	"github.com/permlab/permlab/perm"
+	"github.com/permlab/permlab/relax"
+	"github.com/permlab/permlab/vi"
+)
+
+// Method names an inference method for the neural identification problem.
+type Method string
+
+// The methods of the seed paper's Tables 3 and 5.
+const (
+	GumbelSinkhorn      Method = "gumbel-sinkhorn"       // GS VI with the Gumbel-space KL
+	GumbelSinkhornNoReg Method = "gumbel-sinkhorn-noreg" // the same without the KL term
+	Rounding            Method = "rounding"              // rounding VI of Linderman et al. (2018)
+	MCMC                Method = "mcmc"                  // Gibbs on W, swap Metropolis-Hastings on each P
+)
+
+// Methods lists every method in the order the paper's tables use.
+var Methods = []Method{MCMC, Rounding, GumbelSinkhorn, GumbelSinkhornNoReg}
+
+// ParseMethod returns the method with the given name.
+func ParseMethod(s string) (Method, error) {
+	for _, m := range Methods {
+		if string(m) == s {
+			return m, nil
+		}
+	}
+	return "", fmt.Errorf("celegans: unknown method %q (want one of %v)", s, Methods)
+}
+
+// Settings are the hyperparameters of the methods. DefaultSettings gives the
+// values used for the reported tables; see the package documentation for how
+// they were chosen.
+type Settings struct {
+	// Budget is the wall-clock time each method may use; 0 means no limit
+	// (then Steps and Sweeps end the run).
+	Budget time.Duration
+
+	// Variational methods.
+	Steps    int     // optimisation steps at most
+	K        int     // samples per step
+	LR       float64 // Adam learning rate
+	Tau      float64 // Gumbel-Sinkhorn temperature
+	TauPrior float64 // prior temperature of the Gumbel-space KL
+	Iters    int     // Sinkhorn iterations L
+	SigmaW   float64 // prior standard deviation of each non-zero entry of W
+	WStd0    float64 // initial posterior standard deviation of W
+	Mean     int     // samples averaged for the posterior mean of P
+
+	// Rounding VI (Linderman et al. 2018).
+	RoundTau   float64 // interpolation towards the rounded permutation, in (0, 1]
+	RoundNoise float64 // initial noise scale of Ψ
+	PriorStd   float64 // standard deviation of each component of the entry prior
+
+	// MCMC.
+	Sweeps int // sweeps at most (a sweep: Gibbs on W, then swap proposals on every worm)
+
+	// TraceEvery, if > 0, records the accuracy every TraceEvery steps or
+	// sweeps (needs ground truth), for accuracy-against-time figures.
+	TraceEvery int
+}
+
+// DefaultSettings returns the settings used for the reported tables.
+func DefaultSettings() Settings {
+	return Settings{
+		Steps: 400, K: 1, LR: 0.1, Tau: 0.5, TauPrior: 1, Iters: 20,
+		SigmaW: 0.2, WStd0: 0.05, Mean: 30,
+		RoundTau: 0.3, RoundNoise: 0.3, PriorStd: 0.2,
+		Sweeps: 100000,
+	}
+}
+
+func (s Settings) validate() error {
+	switch {
+	case s.Budget < 0:
+		return fmt.Errorf("celegans: negative budget %v", s.Budget)
+	case s.Steps < 1 || s.K < 1 || s.Iters < 1 || s.Mean < 1 || s.Sweeps < 1:
+		return fmt.Errorf("celegans: Steps, K, Iters, Mean and Sweeps must be >= 1")
+	case !(s.LR > 0), !(s.Tau > 0), !(s.TauPrior > 0), !(s.SigmaW > 0), !(s.WStd0 > 0):
+		return fmt.Errorf("celegans: LR, Tau, TauPrior, SigmaW and WStd0 must be > 0")
+	case !(s.RoundTau > 0 && s.RoundTau <= 1), !(s.RoundNoise > 0), !(s.PriorStd > 0):
+		return fmt.Errorf("celegans: need 0 < RoundTau <= 1, RoundNoise > 0, PriorStd > 0")
+	}
+	return nil
+}
+
+// TracePoint is the accuracy reached after Elapsed.
+type TracePoint struct {
+	Elapsed         time.Duration
+	Accuracy        float64
+	AccuracyUnknown float64
+}
+
+// Outcome is the result of one method on one problem.
+type Outcome struct {
+	Method          Method
+	Perms           []perm.Perm // identity estimate per worm
+	Accuracy        float64     // over all neurons (NaN without truth)
+	AccuracyUnknown float64     // over the neurons not known beforehand
+	Elapsed         time.Duration
+	Iterations      int // steps (VI) or sweeps (MCMC) completed
+	Trace           []TracePoint
+}
+
+// Solve runs method m on p with settings s and seed, and estimates each
+// worm's permutation as the matching, under the candidate mask, of the
+// posterior mean of P_j. It stops at s.Budget (if set) or after s.Steps /
+// s.Sweeps, whichever comes first, and returns ctx.Err() if ctx is
+// cancelled.
+func Solve(ctx context.Context, p *Problem, m Method, s Settings, seed uint64) (*Outcome, error) {
+	if p == nil {
+		return nil, errors.New("celegans: Solve: nil problem")
+	}
+	if err := s.validate(); err != nil {
+		return nil, err
+	}
+	runCtx := ctx
+	if s.Budget > 0 {
+		var cancel context.CancelFunc
+		runCtx, cancel = context.WithTimeout(ctx, s.Budget)
+		defer cancel()
+	}
+	start := time.Now()
+	var out *Outcome
+	var err error
+	switch m {
+	case GumbelSinkhorn, GumbelSinkhornNoReg:
+		out, err = solveGS(runCtx, p, s, seed, m == GumbelSinkhornNoReg, start)
+	case Rounding:
+		out, err = solveRounding(runCtx, p, s, seed, start)
+	case MCMC:
+		out, err = solveMCMC(runCtx, p, s, seed, start)
+	default:
+		return nil, fmt.Errorf("celegans: Solve: unknown method %q", m)
+	}
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return nil, err
+	}
+	out.Method = m
+	out.Elapsed = time.Since(start)
+	out.Accuracy, out.AccuracyUnknown = math.NaN(), math.NaN()
+	if p.Truth != nil {
+		out.Accuracy, out.AccuracyUnknown, err = p.Accuracy(out.Perms)
+		if err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// budgetOver reports whether err only says that the budget ran out.
+func budgetOver(err error) bool { return errors.Is(err, context.DeadlineExceeded) }
+
+// matchAll returns the masked matching of each worm's score matrix.
+func (p *Problem) matchAll(scores []*mat.Dense) ([]perm.Perm, error) {
+	out := make([]perm.Perm, len(scores))
+	for j, sc := range scores {
+		q, err := relax.MatchingMasked(sc, p.Masks[j])
+		if err != nil {
+			return nil, fmt.Errorf("celegans: worm %d: %w", j, err)
+		}
+		out[j] = q
+	}
+	return out, nil
+}
+
+// tracer records accuracy against time when the problem has ground truth.
+type tracer struct {
+	p     *Problem
+	every int
+	start time.Time
+	pts   []TracePoint
+}
+
+func (tr *tracer) add(perms []perm.Perm) {
+	all, unk, err := tr.p.Accuracy(perms)
+	if err == nil {
+		tr.pts = append(tr.pts, TracePoint{Elapsed: time.Since(tr.start), Accuracy: all, AccuracyUnknown: unk})
+	}
+}
+
+func solveGS(ctx context.Context, p *Problem, s Settings, seed uint64, noReg bool, start time.Time) (*Outcome, error) {
+	n, b := p.N(), p.Worms()
+	pg, err := vi.NewGumbelSinkhorn("P", b, n, p.Masks, optim.Constant(s.Tau), s.TauPrior, s.Iters)
+	if err != nil {
+		return nil, err
+	}
+	pg.NoKL = noReg
+	wg, err := vi.NewNormal("W", len(p.support), nil, s.WStd0, s.SigmaW)
+	if err != nil {
+		return nil, err
+	}
+	tr := &tracer{p: p, every: s.TraceEvery, start: start}
+	opts := vi.Options{Steps: s.Steps, K: s.K, LR: optim.Constant(s.LR), Seed: seed}
+	if tr.every > 0 && p.Truth != nil {
+		opts.ProgressEvery = tr.every
+		opts.Progress = func(pr vi.Progress) {
+			scores := make([]*mat.Dense, b)
+			for j := range scores {
+				scores[j] = pg.Logits(j)
+			}
+			if perms, err := p.matchAll(scores); err == nil {
+				tr.add(perms)
+			}
+		}
+	}
+	res, err := vi.Fit(ctx, NewModel(p), []vi.Guide{pg, wg}, opts)
+	if err != nil && !budgetOver(err) {
+		return nil, err
+	}
+	means, err := pg.Mean(s.Mean, res.Steps, rand.New(rand.NewPCG(seed, 0x6d65616e)))
+	if err != nil {
+		return nil, err
+	}
+	perms, err := p.matchAll(means)
+	if err != nil {
+		return nil, err
+	}
+	if tr.every > 0 {
+		tr.add(perms)
+	}
+	return &Outcome{Perms: perms, Iterations: res.Steps, Trace: tr.pts}, nil
+}
+
+func solveRounding(ctx context.Context, p *Problem, s Settings, seed uint64, start time.Time) (*Outcome, error) {
+	n, b := p.N(), p.Worms()
+	pg, err := vi.NewRounding("P", b, n, p.Masks, s.RoundNoise, s.RoundTau, s.PriorStd, s.Iters)
+	if err != nil {
+		return nil, err
+	}
+	wg, err := vi.NewNormal("W", len(p.support), nil, s.WStd0, s.SigmaW)
+	if err != nil {
+		return nil, err
+	}
+	tr := &tracer{p: p, every: s.TraceEvery, start: start}
+	opts := vi.Options{Steps: s.Steps, K: s.K, LR: optim.Constant(s.LR), Seed: seed}
+	if tr.every > 0 && p.Truth != nil {
+		opts.ProgressEvery = tr.every
+		opts.Progress = func(vi.Progress) {
+			if means, err := pg.Mean(); err == nil {
+				if perms, err := p.matchAll(means); err == nil {
+					tr.add(perms)
+				}
+			}
+		}
+	}
+	res, err := vi.Fit(ctx, NewModel(p), []vi.Guide{pg, wg}, opts)
+	if err != nil && !budgetOver(err) {
+		return nil, err
+	}
+	means, err := pg.Mean()
+	if err != nil {
+		return nil, err
+	}
+	perms, err := p.matchAll(means)
+	if err != nil {
+		return nil, err
+	}
+	if tr.every > 0 {
+		tr.add(perms)
+	}
+	return &Outcome{Perms: perms, Iterations: res.Steps, Trace: tr.pts}, nil
+}

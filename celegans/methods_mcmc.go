@@ -1,0 +1,218 @@
+package celegans
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"time"
+
+	"gonum.org/v1/gonum/mat"
+
+	"github.com/permlab/permlab/mcmc"
+	"github.com/permlab/permlab/perm"
+	"github.com/permlab/permlab/relax"
+)
+
+// mcState is the state of the MCMC baseline: one permutation per worm and
+// the shared W (canonical, dense N×N with zeros off the support), with
+// G = WᵀW kept current for fast swap proposals.
+type mcState struct {
+	perms []perm.Perm
+	w     *mat.Dense
+	g     *mat.Dense
+}
+
+// wormTarget is log p(Y_j | P_j, W) as a function of P_j. In observed
+// coordinates, with a = p[i], b = p[k] the identities of two observed
+// neurons,
+//
+//	log p = −(1/2η²)[tr Syy − 2 Σ_{m,m'} Syx[m][m'] W[p m][p m'] + Σ_{m,m'} Sxx[m][m'] G[p m][p m']] + c
+//
+// and exchanging p[i] and p[k] changes only the terms with m or m' in {i, k},
+// so SwapDelta costs O(N).
+type wormTarget struct {
+	st       *mcState
+	j        int
+	sxx, syx []float64 // row-major N×N, observed order
+	n        int
+	eta2     float64
+	trYY     float64
+}
+
+func (wt *wormTarget) LogDensity(p perm.Perm) float64 {
+	n := wt.n
+	w, g := wt.st.w.RawMatrix().Data, wt.st.g.RawMatrix().Data
+	var cross, quad float64
+	for m := 0; m < n; m++ {
+		pm := p[m] * n
+		for mm := 0; mm < n; mm++ {
+			cross += wt.syx[m*n+mm] * w[pm+p[mm]]
+			quad += wt.sxx[m*n+mm] * g[pm+p[mm]]
+		}
+	}
+	return -0.5 / wt.eta2 * (wt.trYY - 2*cross + quad)
+}
+
+func (wt *wormTarget) SwapDelta(p perm.Perm, i, k int) float64 {
+	n := wt.n
+	w, g := wt.st.w.RawMatrix().Data, wt.st.g.RawMatrix().Data
+	sxx, syx := wt.sxx, wt.syx
+	a, b := p[i], p[k]
+	var dq, dc float64
+	for m := 0; m < n; m++ {
+		if m == i || m == k {
+			continue
+		}
+		pm := p[m]
+		// Sxx and G are symmetric: the row and column parts are equal.
+		dq += 2 * (sxx[i*n+m] - sxx[k*n+m]) * (g[b*n+pm] - g[a*n+pm])
+		dc += (syx[i*n+m] - syx[k*n+m]) * (w[b*n+pm] - w[a*n+pm])
+		dc += (syx[m*n+i] - syx[m*n+k]) * (w[pm*n+b] - w[pm*n+a])
+	}
+	dq += (sxx[i*n+i] - sxx[k*n+k]) * (g[b*n+b] - g[a*n+a])
+	dc += (syx[i*n+i] - syx[k*n+k]) * (w[b*n+b] - w[a*n+a])
+	dc += (syx[i*n+k] - syx[k*n+i]) * (w[b*n+a] - w[a*n+b])
+	return -0.5 / wt.eta2 * (dq - 2*dc)
+}
+
+func solveMCMC(ctx context.Context, p *Problem, s Settings, seed uint64, start time.Time) (*Outcome, error) {
+	n, b := p.N(), p.Worms()
+	support := make([][]int, n)
+	for _, rc := range p.support {
+		support[rc[0]] = append(support[rc[0]], rc[1])
+	}
+	gibbs := &mcmc.RegressionRows{Support: support, NoiseVar: p.NoiseVar, PriorVar: s.SigmaW * s.SigmaW}
+	targets := make([]*wormTarget, b)
+	st := &mcState{w: mat.NewDense(n, n, nil), g: mat.NewDense(n, n, nil)}
+	for j, stt := range p.Stats {
+		full := mat.NewDense(n, n, nil)
+		full.Copy(stt.Sxx)
+		tr := 0.0
+		for i := 0; i < n; i++ {
+			tr += stt.Syy.At(i, i)
+		}
+		targets[j] = &wormTarget{st: st, j: j, sxx: full.RawMatrix().Data, syx: stt.Syx.RawMatrix().Data, n: n, eta2: p.NoiseVar, trYY: tr}
+	}
+	// Draws are kept thinned; the posterior mean of each P_j is the
+	// frequency of each assignment over the second half of them.
+	const thin = 10
+	var draws [][]uint16
+	tr := &tracer{p: p, every: s.TraceEvery, start: start}
+	pooledSxx := mat.NewSymDense(n, nil)
+	pooledSyx := mat.NewDense(n, n, nil)
+	sampler := &mcmc.Sampler[*mcState]{
+		Chains: 1, Samples: max(s.Sweeps/thin, 1), Thin: thin, Seed: seed, Workers: 1,
+		Init: func(_ int, rng *rand.Rand) (*mcState, []mcmc.Stage[*mcState], error) {
+			// Start every worm at a random permutation admitted by its mask:
+			// the matching of random scores under the mask.
+			st.perms = make([]perm.Perm, b)
+			for j := range st.perms {
+				sc := mat.NewDense(n, n, nil)
+				raw := sc.RawMatrix().Data
+				for i := range raw {
+					raw[i] = rng.Float64()
+				}
+				q, err := relax.MatchingMasked(sc, p.Masks[j])
+				if err != nil {
+					return nil, nil, err
+				}
+				st.perms[j] = q
+			}
+			stages := []mcmc.Stage[*mcState]{{Name: "W", Kernel: mcmc.KernelFunc[*mcState](func(rng *rand.Rand, s *mcState) (bool, error) {
+				p.pooledCanonical(s.perms, pooledSxx, pooledSyx)
+				if err := gibbs.Sample(rng, s.w, pooledSxx, pooledSyx); err != nil {
+					return false, err
+				}
+				gram(s.w, support, s.g)
+				return true, nil
+			})}}
+			for j := 0; j < b; j++ {
+				fixed := make([]bool, n)
+				for _, k := range p.Known[j] {
+					fixed[k] = true
+				}
+				kern, err := mcmc.NewSwapMH(n, targets[j], p.Masks[j], fixed)
+				if err != nil {
+					return nil, nil, err
+				}
+				jj := j
+				stages = append(stages, mcmc.Stage[*mcState]{Name: fmt.Sprintf("P%d", j), Repeat: max(n-len(p.Known[j]), 1),
+					Kernel: mcmc.KernelFunc[*mcState](func(rng *rand.Rand, s *mcState) (bool, error) {
+						return kern.Step(rng, s.perms[jj])
+					})})
+			}
+			return st, stages, nil
+		},
+		Record: func(dst []float64, s *mcState) []float64 {
+			d := make([]uint16, 0, b*n)
+			for _, q := range s.perms {
+				for _, c := range q {
+					d = append(d, uint16(c))
+				}
+			}
+			draws = append(draws, d)
+			if tr.every > 0 && (len(draws)*thin)%tr.every < thin {
+				tr.add(s.perms)
+			}
+			return dst
+		},
+	}
+	_, err := sampler.Run(ctx)
+	if err != nil && !budgetOver(err) {
+		return nil, err
+	}
+	if len(draws) == 0 {
+		return nil, fmt.Errorf("celegans: MCMC: the budget ended before the first draw")
+	}
+	counts := make([]*mat.Dense, b)
+	for j := range counts {
+		counts[j] = mat.NewDense(n, n, nil)
+	}
+	for _, d := range draws[len(draws)/2:] {
+		for j := range counts {
+			raw := counts[j].RawMatrix().Data
+			for m := 0; m < n; m++ {
+				raw[m*n+int(d[j*n+m])]++
+			}
+		}
+	}
+	perms, err := p.matchAll(counts)
+	if err != nil {
+		return nil, err
+	}
+	return &Outcome{Perms: perms, Iterations: len(draws) * thin, Trace: tr.pts}, nil
+}
+
+// pooledCanonical sums the worms' statistics in canonical order under the
+// permutations perms: Sxx = Σ_j P_jᵀ Sxx_j P_j and likewise Syx.
+func (p *Problem) pooledCanonical(perms []perm.Perm, sxx *mat.SymDense, syx *mat.Dense) {
+	n := p.N()
+	sxx.Zero()
+	syx.Zero()
+	for j, s := range p.Stats {
+		q := perms[j]
+		for m := 0; m < n; m++ {
+			for mm := m; mm < n; mm++ {
+				a, c := q[m], q[mm]
+				sxx.SetSym(a, c, sxx.At(a, c)+s.Sxx.At(m, mm))
+			}
+			for mm := 0; mm < n; mm++ {
+				syx.Set(q[m], q[mm], syx.At(q[m], q[mm])+s.Syx.At(m, mm))
+			}
+		}
+	}
+}
+
+// gram sets g = WᵀW for W with the given row supports, in O(Σ_r deg_r²).
+func gram(w *mat.Dense, support [][]int, g *mat.Dense) {
+	g.Zero()
+	raw := g.RawMatrix()
+	for r, cols := range support {
+		for _, c := range cols {
+			wc := w.At(r, c)
+			for _, cc := range cols {
+				raw.Data[c*raw.Stride+cc] += wc * w.At(r, cc)
+			}
+		}
+	}
+}

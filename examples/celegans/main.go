@@ -1,0 +1,232 @@
+// Command celegans compares the methods of the seed paper on the C. elegans
+// neural identification problem and prints its Tables 3 and 5 with our
+// numbers next to the published ones.
+//
+// With no flags it runs a quick comparison: every method on one cell of
+// Table 3 (4 worms, 40 % of the neurons known, easy constraint), one seed,
+// on the synthetic worm that needs no data files, in about three minutes.
+// Run it with -h for the flags; the experiment itself is celegans.Experiment.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/permlab/permlab/celegans"
+)
+
+const usage = `Usage: go run ./examples/celegans [flags]
+
+Compares the methods of Mena et al. (2018) on the C. elegans neural
+identification problem, on the grids of the seed paper's Tables 3 and 5.
+
+Each cell of the seed paper's Tables 3 and 5 is a simulation set-up. For
+each cell and seed s = 1..-seeds, the worms are simulated once (W drawn
+with seed s, T steps per worm) and every method runs on those same worms and
+candidate masks with the same wall-clock budget, one run at a time. The
+table entries are "mean ± sd over seeds (paper value)" of the fraction of
+neurons identified correctly, over all neurons and over the unknown ones.
+
+With no flags: every method on the cell 40-easy of Table 3, one seed, on the
+synthetic worm (279 neurons, no data files needed); about 3 minutes.
+
+The full reproduction (16 cells x 5 seeds x 4 methods, -budget each):
+
+  go run ./examples/celegans -table all -seeds 5 \
+    -connect ../shared/data/celegans/NeuronConnect.csv \
+    -types ../shared/data/celegans/NeuronType.csv
+
+Cells (for -cells; a key such as t3/40-easy works too):
+  Table 3 (4 worms; 110/83/55/25 known = 40/30/20/10 %; easy nu = 0.05,
+    hard nu = 0.1):  40-easy 40-hard 30-easy 30-hard 20-easy 20-hard
+    10-easy 10-hard
+  Table 5 (25 known; nu chosen for 10/30/45/60 mean candidates; 1 or 4
+    worms):  10c-1w 10c-4w 30c-1w 30c-4w 45c-1w 45c-4w 60c-1w 60c-4w
+
+Output, in -out: results.jsonl (one line per finished run, appended at
+once), summary.json, report.md (the tables printed at the end),
+accuracy_table*.png (accuracy per method and cell, paper values as crosses)
+and trace_*.png (accuracy against wall time on -trace-cell).
+
+Interrupting (Ctrl-C) keeps every finished run; running the same command
+again with the same -out skips the runs already done (runs made with other
+settings, T or connectome are ignored, not reused). Delete -out to start
+over.
+
+Flags:
+`
+
+// options are the parsed flags.
+type options struct {
+	table, cells, connect, types, out, methods, traceCell string
+	seeds, neurons, steps, sweeps, t, trace               int
+	budget                                                time.Duration
+}
+
+func newFlags(o *options, out io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet("celegans", flag.ContinueOnError)
+	fs.SetOutput(out)
+	fs.StringVar(&o.table, "table", "", "which table to run: 3, 5 or all (default: the quick comparison, cell 40-easy)")
+	fs.StringVar(&o.cells, "cells", "", "comma-separated cell labels to run, within -table (default: all cells of -table)")
+	fs.IntVar(&o.seeds, "seeds", 1, "number of seeds (independent simulations, each with its own W) per cell")
+	fs.StringVar(&o.connect, "connect", "", "path of the WormAtlas `NeuronConnect.csv` (with -types; default: the synthetic worm)")
+	fs.StringVar(&o.types, "types", "", "path of the WormAtlas `NeuronType.csv` (soma positions; with -connect)")
+	fs.IntVar(&o.neurons, "neurons", celegans.DefaultNeurons, "neurons of the synthetic worm, when no -connect/-types are given")
+	fs.StringVar(&o.out, "out", filepath.Join("out", "celegans"), "output `dir`ectory for results, report and figures; also the resume point")
+	fs.DurationVar(&o.budget, "budget", 35*time.Second, "wall-clock time per run, the same for every method (0: no limit, then -steps/-sweeps end runs)")
+	fs.StringVar(&o.methods, "methods", "", "comma-separated methods to run (default all: "+methodList()+")")
+	fs.IntVar(&o.steps, "steps", 0, fmt.Sprintf("most optimisation steps of the variational methods (default %d)", celegans.DefaultSettings().Steps))
+	fs.IntVar(&o.sweeps, "sweeps", 0, fmt.Sprintf("most MCMC sweeps (default %d)", celegans.DefaultSettings().Sweeps))
+	fs.IntVar(&o.t, "T", celegans.DefaultT, "time steps recorded per worm")
+	fs.IntVar(&o.trace, "trace", 5, "record the accuracy every this many steps or sweeps, for the accuracy-time figure (0: off)")
+	fs.StringVar(&o.traceCell, "trace-cell", "", "cell of the accuracy-time figure (default: the first cell run)")
+	return fs
+}
+
+func methodList() string {
+	var names []string
+	for _, m := range celegans.Methods {
+		names = append(names, string(m))
+	}
+	return strings.Join(names, ",")
+}
+
+func splitList(s string) []string {
+	var out []string
+	for _, f := range strings.Split(s, ",") {
+		if f = strings.TrimSpace(f); f != "" {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// experiment builds the experiment the options describe.
+func (o *options) experiment() (*celegans.Experiment, error) {
+	if o.seeds < 1 {
+		return nil, fmt.Errorf("-seeds must be >= 1, got %d", o.seeds)
+	}
+	if o.trace < 0 {
+		return nil, fmt.Errorf("-trace must be >= 0, got %d", o.trace)
+	}
+	if o.out == "" {
+		return nil, errors.New("-out must not be empty")
+	}
+	e := &celegans.Experiment{Seeds: o.seeds, T: o.t, OutDir: o.out, TraceCell: o.traceCell}
+
+	var err error
+	labels := splitList(o.cells)
+	switch {
+	case o.table == "" && len(labels) == 0:
+		e.Cells, err = celegans.SelectCells("3", []string{"40-easy"})
+	default:
+		e.Cells, err = celegans.SelectCells(o.table, labels)
+	}
+	if err != nil {
+		return nil, err
+	}
+
+	if names := splitList(o.methods); len(names) > 0 {
+		for _, name := range names {
+			m, err := celegans.ParseMethod(name)
+			if err != nil {
+				return nil, err
+			}
+			e.Methods = append(e.Methods, m)
+		}
+	}
+
+	switch {
+	case o.connect != "" && o.types != "":
+		e.Connectome, err = celegans.LoadConnectomeFiles(o.connect, o.types)
+		e.ConnectomeName = "WormAtlas (" + filepath.Base(o.connect) + ", " + filepath.Base(o.types) + ")"
+	case o.connect != "" || o.types != "":
+		return nil, errors.New("-connect and -types go together")
+	default:
+		e.Connectome, err = celegans.Synthetic(o.neurons, 1)
+		e.ConnectomeName = "synthetic (seed 1)"
+	}
+	if err != nil {
+		return nil, err
+	}
+
+	s := celegans.DefaultSettings()
+	s.Budget = o.budget
+	if o.steps > 0 {
+		s.Steps = o.steps
+	}
+	if o.sweeps > 0 {
+		s.Sweeps = o.sweeps
+	}
+	s.TraceEvery = o.trace
+	e.Settings = s
+	return e, nil
+}
+
+// run is the command; it returns the exit status.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	var o options
+	fs := newFlags(&o, stderr)
+	fs.Usage = func() {
+		fmt.Fprint(stderr, usage)
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "celegans: unexpected arguments %q (see -h)\n", fs.Args())
+		return 2
+	}
+	e, err := o.experiment()
+	if err != nil {
+		fmt.Fprintln(stderr, "celegans:", err)
+		return 2
+	}
+
+	progress := celegans.NewProgress(stderr)
+	e.Progress = progress.Handle
+	start := time.Now()
+	sum, err := e.Run(ctx)
+	progress.Close()
+	if sum != nil {
+		fmt.Fprintln(stdout)
+		fmt.Fprint(stdout, sum.Markdown())
+		fmt.Fprintf(stdout, "\nWritten to %s: %s, %s, %s", o.out, celegans.ResultsFile, celegans.SummaryFile, celegans.ReportFile)
+		for _, f := range sum.Figures {
+			fmt.Fprintf(stdout, ", %s", f)
+		}
+		fmt.Fprintf(stdout, ".\nWall time %.1f s.\n", time.Since(start).Seconds())
+	}
+	switch {
+	case errors.Is(err, context.Canceled):
+		fmt.Fprintf(stderr, "celegans: interrupted; the finished runs are in %s: run the same command again to resume\n", o.out)
+		return 130
+	case err != nil:
+		fmt.Fprintln(stderr, "celegans:", err)
+		return 1
+	case len(sum.Failures) > 0:
+		fmt.Fprintf(stderr, "celegans: %d run(s) failed (listed above); they are tried again on the next run\n", len(sum.Failures))
+		return 1
+	}
+	return 0
+}
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}

@@ -1,0 +1,100 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/permlab/permlab/celegans"
+)
+
+func TestHelp(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	require.Equal(t, 0, run(context.Background(), []string{"-h"}, &stdout, &stderr))
+	for _, want := range []string{"-budget", "-connect", "-table", "10c-4w", "40-easy", "same -out", "-table all -seeds 5"} {
+		assert.Contains(t, stderr.String(), want)
+	}
+	assert.NotContains(t, stderr.String(), "%!")
+}
+
+func TestDefaultOptions(t *testing.T) {
+	var o options
+	require.NoError(t, newFlags(&o, &bytes.Buffer{}).Parse(nil))
+	e, err := o.experiment()
+	require.NoError(t, err)
+	require.Len(t, e.Cells, 1)
+	assert.Equal(t, "t3/40-easy", e.Cells[0].Key())
+	assert.Nil(t, e.Methods, "all methods")
+	assert.Equal(t, 1, e.Seeds)
+	assert.Equal(t, celegans.DefaultT, e.T)
+	assert.Equal(t, 35*time.Second, e.Settings.Budget)
+	assert.Equal(t, 5, e.Settings.TraceEvery)
+	assert.Equal(t, celegans.DefaultNeurons, e.Connectome.N())
+	assert.Equal(t, filepath.Join("out", "celegans"), e.OutDir)
+
+	require.NoError(t, newFlags(&o, &bytes.Buffer{}).Parse([]string{"-table", "5", "-cells", "10c-1w, 60c-4w", "-methods", "mcmc,rounding", "-steps", "7", "-sweeps", "9"}))
+	e, err = o.experiment()
+	require.NoError(t, err)
+	require.Len(t, e.Cells, 2)
+	assert.Equal(t, "t5/60c-4w", e.Cells[1].Key())
+	assert.Equal(t, []celegans.Method{celegans.MCMC, celegans.Rounding}, e.Methods)
+	assert.Equal(t, 7, e.Settings.Steps)
+	assert.Equal(t, 9, e.Settings.Sweeps)
+}
+
+func TestBadArguments(t *testing.T) {
+	for _, args := range [][]string{
+		{"-table", "4"},
+		{"-cells", "40-easy,nope"},
+		{"-connect", "x.csv"},
+		{"-connect", "missing.csv", "-types", "missing.csv"},
+		{"-methods", "mcmc,simplex"},
+		{"-seeds", "0"},
+		{"-trace", "-1"},
+		{"-budget", "soon"},
+		{"extra"},
+	} {
+		var stdout, stderr bytes.Buffer
+		assert.Equal(t, 2, run(context.Background(), args, &stdout, &stderr), "%v", args)
+		assert.NotEmpty(t, stderr.String(), "%v", args)
+	}
+}
+
+// A tiny run of the real methods: tables printed, files written, and a
+// second run resumes with nothing left to do.
+func TestRunTiny(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the real methods")
+	}
+	dir := t.TempDir()
+	args := []string{"-neurons", "40", "-table", "5", "-cells", "10c-1w", "-T", "100", "-budget", "10s",
+		"-steps", "20", "-sweeps", "20", "-methods", "mcmc,gumbel-sinkhorn", "-out", dir}
+	var stdout, stderr bytes.Buffer
+	require.Equal(t, 0, run(context.Background(), args, &stdout, &stderr), stderr.String())
+	out := stdout.String()
+	assert.Contains(t, out, "| method | 10 cand. 1w |")
+	assert.Regexp(t, `\| MCMC \| [01]\.\d{3} \(\.34\) \|`, out)
+	assert.Regexp(t, `\| Gumbel-Sinkhorn \| [01]\.\d{3} \(\.79\) \|`, out)
+	assert.Contains(t, out, "Wall time")
+	assert.Contains(t, stderr.String(), "[2/2] t5/10c-1w seed 1 gumbel-sinkhorn: accuracy")
+	for _, name := range []string{celegans.ResultsFile, celegans.SummaryFile, celegans.ReportFile, "accuracy_table5.png", "trace_t5_10c-1w.png"} {
+		assert.FileExists(t, filepath.Join(dir, name))
+	}
+	results, err := os.ReadFile(filepath.Join(dir, celegans.ResultsFile))
+	require.NoError(t, err)
+
+	stdout.Reset()
+	stderr.Reset()
+	require.Equal(t, 0, run(context.Background(), args, &stdout, &stderr), stderr.String())
+	assert.Contains(t, stderr.String(), "skipped 2 runs already in the results file")
+	again, err := os.ReadFile(filepath.Join(dir, celegans.ResultsFile))
+	require.NoError(t, err)
+	assert.Equal(t, results, again, "nothing re-run")
+	assert.Contains(t, stdout.String(), "| method | 10 cand. 1w |")
+}

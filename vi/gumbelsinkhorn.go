@@ -1,0 +1,177 @@
+package vi
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+
+	"gonum.org/v1/gonum/mat"
+
+	"github.com/permlab/permlab/ad"
+	"github.com/permlab/permlab/ad/optim"
+	"github.com/permlab/permlab/dist"
+	"github.com/permlab/permlab/perm"
+	"github.com/permlab/permlab/relax"
+)
+
+// GumbelSinkhorn is a guide for B latent N×N permutations with
+// q(P_b) = GS(X_b, τ): a sample is P_b = S((X_b + ε_b)/τ) with ε iid standard
+// Gumbel and S the L-step Sinkhorn operator. The prior is GS(0, τ_prior) and
+// the divergence is the closed-form Gumbel-space KL
+// KL((X + ε)/τ ‖ ε/τ_prior) of Mena et al. (2018), summed over the allowed
+// entries.
+//
+// Candidate masks forbid entries: a forbidden (i, j) has logit −∞, so
+// P_b[i][j] = 0 in every sample, and it takes no part in the KL.
+//
+// Rsample returns a Var of shape (K, B, N, N).
+type GumbelSinkhorn struct {
+	Site     string
+	X        *ad.Param      // logits, shape (B, N, N)
+	Tau      optim.Schedule // temperature τ by step
+	TauPrior float64        // prior temperature
+	Iters    int            // Sinkhorn iterations L
+	NoKL     bool           // drop the KL term ("no regularization")
+
+	b, n    int
+	allowed []bool // B·N·N, nil when nothing is forbidden
+	idx     []int  // flat indices of allowed entries
+	keepK   []bool // allowed tiled K times
+	noise   *ad.Tensor
+}
+
+// NewGumbelSinkhorn returns a guide over b permutations of size n with
+// zero logits. masks is nil (everything allowed) or holds one n×n mask per
+// permutation; every mask must admit a perfect matching.
+func NewGumbelSinkhorn(name string, b, n int, masks []*perm.Mask, tau optim.Schedule, tauPrior float64, iters int) (*GumbelSinkhorn, error) {
+	if b < 1 || n < 1 {
+		return nil, fmt.Errorf("vi: NewGumbelSinkhorn: need b, n >= 1, got %d, %d", b, n)
+	}
+	if tau == nil {
+		return nil, fmt.Errorf("vi: NewGumbelSinkhorn: nil temperature schedule")
+	}
+	if !(tauPrior > 0) || math.IsInf(tauPrior, 0) {
+		return nil, fmt.Errorf("vi: NewGumbelSinkhorn: prior temperature must be finite and > 0, got %v", tauPrior)
+	}
+	if iters < 1 {
+		return nil, fmt.Errorf("vi: NewGumbelSinkhorn: iters must be >= 1, got %d", iters)
+	}
+	g := &GumbelSinkhorn{Site: name, X: ad.NewParam(name+".X", ad.Zeros(b, n, n)), Tau: tau, TauPrior: tauPrior, Iters: iters, b: b, n: n}
+	if masks != nil {
+		if len(masks) != b {
+			return nil, fmt.Errorf("vi: NewGumbelSinkhorn: %d masks for %d permutations", len(masks), b)
+		}
+		g.allowed = make([]bool, b*n*n)
+		for k, m := range masks {
+			if m == nil || m.Size() != n {
+				return nil, fmt.Errorf("vi: NewGumbelSinkhorn: mask %d is nil or not %d×%d", k, n, n)
+			}
+			for i := 0; i < n; i++ {
+				for j := 0; j < n; j++ {
+					g.allowed[(k*n+i)*n+j] = m.Allowed(i, j)
+				}
+			}
+		}
+	}
+	for i := 0; i < b*n*n; i++ {
+		if g.allowed == nil || g.allowed[i] {
+			g.idx = append(g.idx, i)
+		}
+	}
+	return g, nil
+}
+
+// Name implements Guide.
+func (g *GumbelSinkhorn) Name() string { return g.Site }
+
+// Params implements Guide.
+func (g *GumbelSinkhorn) Params() []*ad.Param { return []*ad.Param{g.X} }
+
+// Rsample implements Guide.
+func (g *GumbelSinkhorn) Rsample(t *ad.Tape, s Step) (*ad.Var, Divergence, error) {
+	tau := g.Tau.At(s.Index)
+	if !(tau > 0) || math.IsInf(tau, 0) {
+		return nil, Divergence{}, fmt.Errorf("temperature at step %d is %v", s.Index, tau)
+	}
+	size := g.b * g.n * g.n
+	if g.noise == nil || len(g.noise.Data) != s.K*size {
+		g.noise = ad.Zeros(s.K, g.b, g.n, g.n)
+		if g.allowed != nil {
+			g.keepK = make([]bool, s.K*size)
+			for k := 0; k < s.K; k++ {
+				copy(g.keepK[k*size:], g.allowed)
+			}
+		}
+	}
+	if g.keepK == nil {
+		dist.FillGumbel(g.noise.Data, s.Rng)
+	} else {
+		// Forbidden entries are −∞ whatever the noise: draw only the
+		// allowed ones.
+		for i, keep := range g.keepK {
+			if keep {
+				g.noise.Data[i] = dist.StandardGumbel(s.Rng)
+			}
+		}
+	}
+	x := t.Param(g.X)
+	z := ad.Add(t.Const(g.noise), x) // (K, B, N, N)
+	if g.allowed != nil {
+		z = ad.Mask(z, g.keepK, math.Inf(-1))
+	}
+	p := relax.SinkhornVar(ad.Reshape(z, s.K*g.b, g.n, g.n), tau, g.Iters)
+	p = ad.Reshape(p, s.K, g.b, g.n, g.n)
+	var d Divergence
+	if !g.NoKL {
+		xa := ad.Take(ad.Reshape(x, size), g.idx)
+		d.KL = dist.GumbelKLVar(xa, tau, g.TauPrior)
+	}
+	return p, d, t.Err()
+}
+
+// Logits returns a copy of X_b with forbidden entries set to −∞.
+func (g *GumbelSinkhorn) Logits(b int) *mat.Dense {
+	n := g.n
+	out := mat.NewDense(n, n, append([]float64(nil), g.X.Value.Data[b*n*n:(b+1)*n*n]...))
+	if g.allowed != nil {
+		for i := 0; i < n; i++ {
+			for j := 0; j < n; j++ {
+				if !g.allowed[(b*n+i)*n+j] {
+					out.Set(i, j, math.Inf(-1))
+				}
+			}
+		}
+	}
+	return out
+}
+
+// Mean estimates the posterior mean E_q[P_b] of each permutation by
+// averaging samples S((X_b + ε)/τ) at the temperature of step step.
+func (g *GumbelSinkhorn) Mean(samples, step int, rng *rand.Rand) ([]*mat.Dense, error) {
+	if samples < 1 {
+		return nil, fmt.Errorf("vi: GumbelSinkhorn.Mean: samples must be >= 1, got %d", samples)
+	}
+	tau := g.Tau.At(step)
+	n := g.n
+	out := make([]*mat.Dense, g.b)
+	noisy := mat.NewDense(n, n, nil)
+	for b := 0; b < g.b; b++ {
+		x := g.Logits(b)
+		acc := mat.NewDense(n, n, nil)
+		for k := 0; k < samples; k++ {
+			raw := noisy.RawMatrix().Data
+			dist.FillGumbel(raw, rng)
+			for i, v := range x.RawMatrix().Data {
+				raw[i] += v
+			}
+			s, err := relax.Sinkhorn(noisy, tau, g.Iters)
+			if err != nil {
+				return nil, err
+			}
+			acc.Add(acc, s)
+		}
+		acc.Scale(1/float64(samples), acc)
+		out[b] = acc
+	}
+	return out, nil
+}
