@@ -40,7 +40,7 @@ func TestExpKernAccuracy(t *testing.T) {
 		check(-rng.Float64() * 1e-3)
 	}
 	t.Logf("max relative error %.3g", worst)
-	for _, d := range []float64{0, -0.0, math.SmallestNonzeroFloat64 * -1} {
+	for _, d := range []float64{0, math.Copysign(0, -1), math.SmallestNonzeroFloat64 * -1} {
 		if expKern(d) != 1 {
 			t.Errorf("expKern(%v) = %v, want 1", d, expKern(d))
 		}

@@ -125,16 +125,18 @@ func main() {
 }
 
 func run(c config, masked bool) error {
+	setting := fmt.Sprintf("masks ν = %g", c.nu)
+	if !masked {
+		// No position constraint: every candidate within [0, 1] is
+		// allowed; the known neurons stay fixed.
+		c.nu = 2
+		setting = "no position masks"
+	}
 	p, ys, err := simulate(c)
 	if err != nil {
 		return err
 	}
-	var masks []*perm.Mask
-	setting := "no masks"
-	if masked {
-		masks = p.Masks
-		setting = fmt.Sprintf("masks ν = %g", c.nu)
-	}
+	masks := p.Masks
 	st, err := newStepper(c, p, masks)
 	if err != nil {
 		return err
@@ -301,13 +303,25 @@ func (s *stepper) step() error {
 func (s *stepper) checkRand() *rand.Rand { return rand.New(rand.NewPCG(s.c.seed, 0xc4ec)) }
 
 // checkNoise draws what the guides draw from checkRand: the Gumbel-Sinkhorn
-// guide fills its (K, B, N, N) noise first, then the normal guide draws
-// its (K, D) standard normals, in order from the same source. The check
-// fails if this ever stops matching the guides.
+// guide draws its (K, B, N, N) noise first, in row-major order and only at
+// entries its masks allow (with no masks, at every entry), then the normal
+// guide draws its (K, D) standard normals, in order from the same source.
+// The check fails if this ever stops matching the guides.
 func (s *stepper) checkNoise() (gumbel, eps []float64) {
 	rng := s.checkRand()
 	n, b := s.p.N(), s.p.Worms()
-	gumbel = dist.FillGumbel(make([]float64, b*n*n), rng)
+	gumbel = make([]float64, b*n*n)
+	{
+		for j := 0; j < b; j++ {
+			for i := 0; i < n; i++ {
+				for c := 0; c < n; c++ {
+					if s.p.Masks[j].Allowed(i, c) {
+						gumbel[(j*n+i)*n+c] = dist.StandardGumbel(rng)
+					}
+				}
+			}
+		}
+	}
 	eps = make([]float64, len(s.p.Support()))
 	for i := range eps {
 		eps[i] = rng.NormFloat64()
