@@ -41,8 +41,8 @@ func ParseMethod(s string) (Method, error) {
 }
 
 // Settings are the hyperparameters of the methods. DefaultSettings gives the
-// values used for the reported tables; see the package documentation for how
-// they were chosen.
+// values used for the reported tables; the package documentation
+// (Hyperparameters) says how they were chosen.
 type Settings struct {
 	// Budget is the wall-clock time each method may use; 0 means no limit
 	// (then Steps and Sweeps end the run).
