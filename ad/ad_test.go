@@ -242,6 +242,9 @@ func TestErrorsAreSticky(t *testing.T) {
 	assert.Nil(t, Exp(nil))
 	_, err := NewTensor([]int{2, 2}, make([]float64, 3))
 	require.Error(t, err)
+	tp.Reset()
+	tp.Const(Zeros(2, -1))
+	require.Error(t, tp.Err(), "a negative dimension is an error, not a panic")
 }
 
 func TestParamAccumulatesAndReset(t *testing.T) {

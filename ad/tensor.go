@@ -26,15 +26,13 @@ func NewTensor(shape []int, data []float64) (*Tensor, error) {
 	return &Tensor{Shape: append([]int(nil), shape...), Data: data}, nil
 }
 
-// Zeros returns a zero tensor of the given shape. It panics on a negative
-// dimension, as make does.
+// Zeros returns a zero tensor of the given shape. A shape with a negative
+// dimension gives a tensor with no data, which every op rejects with an
+// error (Tape.Const and NewTensor report the bad shape).
 func Zeros(shape ...int) *Tensor {
-	n := 1
-	for _, d := range shape {
-		if d < 0 {
-			panic(fmt.Sprintf("ad: Zeros: negative dimension in %v", shape))
-		}
-		n *= d
+	n, err := shapeSize(shape)
+	if err != nil {
+		n = 0
 	}
 	return &Tensor{Shape: append([]int(nil), shape...), Data: make([]float64, n)}
 }
