@@ -75,7 +75,7 @@ type Settings struct {
 // DefaultSettings returns the settings used for the reported tables.
 func DefaultSettings() Settings {
 	return Settings{
-		Steps: 400, K: 1, LR: 0.1, Tau: 0.5, TauPrior: 1, Iters: 20,
+		Steps: 5000, K: 1, LR: 0.1, Tau: 1, TauPrior: 1, Iters: 20,
 		SigmaW: 0.2, WStd0: 0.05, Mean: 30,
 		RoundTau: 0.3, RoundNoise: 0.3, PriorStd: 0.2,
 		Sweeps: 100000,
@@ -195,54 +195,40 @@ func (tr *tracer) add(perms []perm.Perm) {
 }
 
 func solveGS(ctx context.Context, p *Problem, s Settings, seed uint64, noReg bool, start time.Time) (*Outcome, error) {
-	n, b := p.N(), p.Worms()
-	pg, err := vi.NewGumbelSinkhorn("P", b, n, p.Masks, optim.Constant(s.Tau), s.TauPrior, s.Iters)
+	pg, err := vi.NewGumbelSinkhorn("P", p.Worms(), p.N(), p.Masks, optim.Constant(s.Tau), s.TauPrior, s.Iters)
 	if err != nil {
 		return nil, err
 	}
 	pg.NoKL = noReg
-	wg, err := vi.NewNormal("W", len(p.support), nil, s.WStd0, s.SigmaW)
-	if err != nil {
-		return nil, err
-	}
-	tr := &tracer{p: p, every: s.TraceEvery, start: start}
-	opts := vi.Options{Steps: s.Steps, K: s.K, LR: optim.Constant(s.LR), Seed: seed}
-	if tr.every > 0 && p.Truth != nil {
-		opts.ProgressEvery = tr.every
-		opts.Progress = func(pr vi.Progress) {
-			scores := make([]*mat.Dense, b)
-			for j := range scores {
-				scores[j] = pg.Logits(j)
-			}
-			if perms, err := p.matchAll(scores); err == nil {
-				tr.add(perms)
-			}
+	// While fitting, score the matching of the logits (cheap); at the end,
+	// the matching of the estimated posterior mean.
+	scores := func() ([]*mat.Dense, error) {
+		out := make([]*mat.Dense, p.Worms())
+		for j := range out {
+			out[j] = pg.Logits(j)
 		}
+		return out, nil
 	}
-	res, err := vi.Fit(ctx, NewModel(p), []vi.Guide{pg, wg}, opts)
-	if err != nil && !budgetOver(err) {
-		return nil, err
+	final := func(steps int) ([]*mat.Dense, error) {
+		return pg.Mean(s.Mean, steps, rand.New(rand.NewPCG(seed, 0x6d65616e)))
 	}
-	means, err := pg.Mean(s.Mean, res.Steps, rand.New(rand.NewPCG(seed, 0x6d65616e)))
-	if err != nil {
-		return nil, err
-	}
-	perms, err := p.matchAll(means)
-	if err != nil {
-		return nil, err
-	}
-	if tr.every > 0 {
-		tr.add(perms)
-	}
-	return &Outcome{Perms: perms, Iterations: res.Steps, Trace: tr.pts}, nil
+	return fitVI(ctx, p, s, seed, pg, scores, final, start)
 }
 
 func solveRounding(ctx context.Context, p *Problem, s Settings, seed uint64, start time.Time) (*Outcome, error) {
-	n, b := p.N(), p.Worms()
-	pg, err := vi.NewRounding("P", b, n, p.Masks, s.RoundNoise, s.RoundTau, s.PriorStd, s.Iters)
+	pg, err := vi.NewRounding("P", p.Worms(), p.N(), p.Masks, s.RoundNoise, s.RoundTau, s.PriorStd, s.Iters)
 	if err != nil {
 		return nil, err
 	}
+	final := func(int) ([]*mat.Dense, error) { return pg.Mean() }
+	return fitVI(ctx, p, s, seed, pg, pg.Mean, final, start)
+}
+
+// fitVI fits the permutation guide pg with a mean-field Normal guide on W,
+// tracing the matching of scores() while it runs, and returns the matching
+// of final(steps done).
+func fitVI(ctx context.Context, p *Problem, s Settings, seed uint64, pg vi.Guide,
+	scores func() ([]*mat.Dense, error), final func(steps int) ([]*mat.Dense, error), start time.Time) (*Outcome, error) {
 	wg, err := vi.NewNormal("W", len(p.support), nil, s.WStd0, s.SigmaW)
 	if err != nil {
 		return nil, err
@@ -252,8 +238,8 @@ func solveRounding(ctx context.Context, p *Problem, s Settings, seed uint64, sta
 	if tr.every > 0 && p.Truth != nil {
 		opts.ProgressEvery = tr.every
 		opts.Progress = func(vi.Progress) {
-			if means, err := pg.Mean(); err == nil {
-				if perms, err := p.matchAll(means); err == nil {
+			if sc, err := scores(); err == nil {
+				if perms, err := p.matchAll(sc); err == nil {
 					tr.add(perms)
 				}
 			}
@@ -263,7 +249,7 @@ func solveRounding(ctx context.Context, p *Problem, s Settings, seed uint64, sta
 	if err != nil && !budgetOver(err) {
 		return nil, err
 	}
-	means, err := pg.Mean()
+	means, err := final(res.Steps)
 	if err != nil {
 		return nil, err
 	}
