@@ -245,7 +245,15 @@ func fitVI(ctx context.Context, p *Problem, s Settings, seed uint64, pg vi.Guide
 			}
 		}
 	}
-	res, err := vi.Fit(ctx, NewModel(p), []vi.Guide{pg, wg}, opts)
+	// Keep part of the budget for the posterior mean, so that the whole
+	// run, and not only the fit, stays within the budget MCMC gets.
+	fitCtx := ctx
+	if s.Budget > 0 {
+		var cancel context.CancelFunc
+		fitCtx, cancel = context.WithDeadline(ctx, start.Add(s.Budget-min(time.Second, s.Budget/10)))
+		defer cancel()
+	}
+	res, err := vi.Fit(fitCtx, NewModel(p), []vi.Guide{pg, wg}, opts)
 	if err != nil && !budgetOver(err) {
 		return nil, err
 	}
