@@ -102,7 +102,13 @@
 //
 // # Results
 //
-// (to be filled with measured results)
+// The measured Tables 3 and 5, with the paper's numbers beside ours, the
+// commands that produced them and the figures, are in README.md in this
+// directory. In short: on the real connectome, with five seeds and 30 s per
+// method and run on 2 cores, Gumbel-Sinkhorn VI meets or beats the paper's
+// Gumbel-Sinkhorn row and beats MCMC in every cell of Table 3 (for example
+// 0.989, 0.939 and 0.780 against the paper's .97, .84 and .59 for 40% easy,
+// 30% hard and 20% hard).
 //
 // # References
 //
