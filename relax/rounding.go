@@ -135,17 +135,9 @@ func RoundingVar(psi *ad.Var, tau float64, allowed *perm.Mask) (*ad.Var, []perm.
 		return dead(err)
 	}
 	shape := psi.Shape()
-	batch, n := 0, 0
-	switch {
-	case len(shape) == 2 && shape[0] == shape[1]:
-		batch, n = 1, shape[0]
-	case len(shape) == 3 && shape[1] == shape[2]:
-		batch, n = shape[0], shape[1]
-	default:
-		return dead(fmt.Errorf("relax: %s: psi has shape %v, want (N, N) or (B, N, N)", fn, shape))
-	}
-	if n < 1 {
-		return dead(fmt.Errorf("relax: %s: psi has shape %v, need N >= 1", fn, shape))
+	batch, n, ok := squareBatch(shape)
+	if !ok {
+		return dead(fmt.Errorf("relax: %s: psi has shape %v, want (N, N) or (B, N, N) with N >= 1", fn, shape))
 	}
 	if allowed != nil && allowed.Size() != n {
 		return dead(fmt.Errorf("relax: %s: mask is %d×%d, psi is %d×%d", fn, allowed.Size(), allowed.Size(), n, n))

@@ -66,13 +66,8 @@ func sinkhornImplicitVar(fn string, x *ad.Var, tau, tol float64, maxIters int, l
 		return fail("%v", err)
 	}
 	shape := x.Shape()
-	var batch, n int
-	switch {
-	case len(shape) == 2 && shape[0] == shape[1] && shape[0] > 0:
-		batch, n = 1, shape[0]
-	case len(shape) == 3 && shape[1] == shape[2] && shape[1] > 0:
-		batch, n = shape[0], shape[1]
-	default:
+	batch, n, ok := squareBatch(shape)
+	if !ok {
 		return fail("shape must be (N, N) or (B, N, N) with N > 0, got %v", shape)
 	}
 	xv := x.Value()

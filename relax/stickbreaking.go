@@ -182,18 +182,9 @@ func StickBreakingVar(psi *ad.Var) (x, logDet *ad.Var) {
 		return stickBreakingDead(t)
 	}
 	shape := psi.Shape()
-	batch, n := 0, 0
-	switch {
-	case len(shape) == 2 && shape[0] == shape[1]:
-		batch, n = 1, shape[0]
-	case len(shape) == 3 && shape[1] == shape[2]:
-		batch, n = shape[0], shape[1]
-	default:
-		t.Fail(fmt.Errorf("relax: %s: psi has shape %v, want (N−1, N−1) or (B, N−1, N−1)", fn, shape))
-		return stickBreakingDead(t)
-	}
-	if n < 1 {
-		t.Fail(fmt.Errorf("relax: %s: psi has shape %v, need N−1 >= 1", fn, shape))
+	batch, n, ok := squareBatch(shape)
+	if !ok {
+		t.Fail(fmt.Errorf("relax: %s: psi has shape %v, want (N−1, N−1) or (B, N−1, N−1) with N−1 >= 1", fn, shape))
 		return stickBreakingDead(t)
 	}
 	vals := psi.Value()
