@@ -32,7 +32,6 @@ type mcState struct {
 // so SwapDelta costs O(N).
 type wormTarget struct {
 	st       *mcState
-	j        int
 	sxx, syx []float64 // row-major N×N, observed order
 	n        int
 	eta2     float64
@@ -91,7 +90,7 @@ func solveMCMC(ctx context.Context, p *Problem, s Settings, seed uint64, start t
 		for i := 0; i < n; i++ {
 			tr += stt.Syy.At(i, i)
 		}
-		targets[j] = &wormTarget{st: st, j: j, sxx: full.RawMatrix().Data, syx: stt.Syx.RawMatrix().Data, n: n, eta2: p.NoiseVar, trYY: tr}
+		targets[j] = &wormTarget{st: st, sxx: full.RawMatrix().Data, syx: stt.Syx.RawMatrix().Data, n: n, eta2: p.NoiseVar, trYY: tr}
 	}
 	// Draws are kept thinned; the posterior mean of each P_j is the
 	// frequency of each assignment over the second half of them.

@@ -274,9 +274,9 @@ func (m *Model) LogLik(t *ad.Tape, z vi.Sample) *ad.Var {
 	return m.logLikOp(t, pv, wv, ps[0])
 }
 
-// pair is one (sample, worm) term of the likelihood.
+// pairState holds the buffers of one (sample, worm) term of the likelihood.
 type pairState struct {
-	pt, bm, as []float64 // Pᵀ, W Pᵀ, A·Sxx
+	pt, bm, as, a []float64 // Pᵀ, W Pᵀ, A·Sxx, A
 }
 
 func (m *Model) logLikOp(t *ad.Tape, pv, wv *ad.Var, kk int) *ad.Var {
@@ -284,14 +284,18 @@ func (m *Model) logLikOp(t *ad.Tape, pv, wv *ad.Var, kk int) *ad.Var {
 	nn := n * n
 	eta2 := m.P.NoiseVar
 	out := t.Alloc(kk)
+	// The tape is not safe for concurrent use: take every buffer from it
+	// before the terms are computed in parallel.
 	states := make([]pairState, kk*b)
+	for q := range states {
+		states[q] = pairState{pt: t.Alloc(nn), bm: t.Alloc(nn), as: t.Alloc(nn), a: t.Alloc(nn)}
+	}
 	terms := make([]float64, kk*b)
 	pval, wval := pv.Value(), wv.Value()
 	parallel(kk*b, func(q int) {
 		k, j := q/b, q%b
 		st := &states[q]
-		st.pt, st.bm, st.as = t2alloc(t, nn), t2alloc(t, nn), t2alloc(t, nn)
-		a := t2alloc(t, nn)
+		a := st.a
 		p := pval[q*nn : (q+1)*nn]
 		w := wval[k*e : (k+1)*e]
 		s := m.P.Stats[j]
@@ -375,15 +379,6 @@ func (m *Model) logLikOp(t *ad.Tape, pv, wv *ad.Var, kk int) *ad.Var {
 			}
 		}
 	})
-}
-
-// t2alloc hands out tape memory from several goroutines.
-var allocMu sync.Mutex
-
-func t2alloc(t *ad.Tape, n int) []float64 {
-	allocMu.Lock()
-	defer allocMu.Unlock()
-	return t.Alloc(n)
 }
 
 // parallel runs f(0..n-1) on up to GOMAXPROCS goroutines. Each index writes

@@ -156,6 +156,12 @@ func (n NormalVar) Rsample(rng *rand.Rand) *ad.Var {
 	if !ok {
 		return deadOrNil(t)
 	}
+	return n.reparam(t.Const(normalNoise(t, rng, shape...)))
+}
+
+// normalNoise returns a tensor of iid standard normals, drawn from rng in
+// row-major order, in a buffer from t's pool.
+func normalNoise(t *ad.Tape, rng *rand.Rand, shape ...int) *ad.Tensor {
 	size := 1
 	for _, d := range shape {
 		size *= d
@@ -164,7 +170,7 @@ func (n NormalVar) Rsample(rng *rand.Rand) *ad.Var {
 	for i := range eps.Data {
 		eps.Data[i] = stdNormal(rng)
 	}
-	return n.reparam(t.Const(eps))
+	return eps
 }
 
 // RsampleNoise is Rsample with the standard normal noise ε given: it

@@ -183,11 +183,7 @@ func (d RoundingVar) Rsample(rng *rand.Rand) (pt, logq *ad.Var) {
 		v := deadOrNil(t)
 		return v, v
 	}
-	eps := &ad.Tensor{Shape: []int{n, n}, Data: t.Alloc(n * n)}
-	for i := range eps.Data {
-		eps.Data[i] = stdNormal(rng)
-	}
-	return d.rsample(t, eps)
+	return d.rsample(t, normalNoise(t, rng, n, n))
 }
 
 // RsampleNoise is Rsample with the standard normal noise Z given, of shape

@@ -130,11 +130,7 @@ func (d StickBreakingVar) Rsample(rng *rand.Rand) (x, logq *ad.Var) {
 		v := deadOrNil(t)
 		return v, v
 	}
-	eps := &ad.Tensor{Shape: []int{n, n}, Data: t.Alloc(n * n)}
-	for i := range eps.Data {
-		eps.Data[i] = stdNormal(rng)
-	}
-	return d.rsample(t, eps)
+	return d.rsample(t, normalNoise(t, rng, n, n))
 }
 
 // RsampleNoise is Rsample with the standard normal noise ε given, of shape

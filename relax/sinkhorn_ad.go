@@ -53,12 +53,7 @@ func sinkhornVar(fn string, x *ad.Var, tau float64, iters int, logOut bool) *ad.
 	xv := x.Value()
 	nn := n * n
 	out := t.Alloc(batch * nn)
-	works := make([]*sinkWork, batch)
-	scratch := make([][]float64, batch)
-	for k := range works {
-		works[k] = newSinkWork(t.Alloc, xv[k*nn:(k+1)*nn], n, tau, iters)
-		scratch[k] = t.Alloc(2 * n)
-	}
+	works, scratch := newSinkBatch(t, xv, batch, n, tau, iters)
 	errs := make([]error, batch)
 	sinkParallel(batch, func(k int) {
 		w := works[k]
@@ -109,4 +104,18 @@ func sinkhornVar(fn string, x *ad.Var, tau float64, iters int, logOut bool) *ad.
 			works[k].backward(gx[k*nn:(k+1)*nn], sb)
 		})
 	})
+}
+
+// newSinkBatch prepares one Sinkhorn workspace and one 2N scratch buffer per
+// matrix of the batch xv (batch × n × n), all taken from the tape's pool
+// before any goroutine starts.
+func newSinkBatch(t *ad.Tape, xv []float64, batch, n int, tau float64, iters int) ([]*sinkWork, [][]float64) {
+	nn := n * n
+	works := make([]*sinkWork, batch)
+	scratch := make([][]float64, batch)
+	for k := range works {
+		works[k] = newSinkWork(t.Alloc, xv[k*nn:(k+1)*nn], n, tau, iters)
+		scratch[k] = t.Alloc(2 * n)
+	}
+	return works, scratch
 }

@@ -78,12 +78,7 @@ func sinkhornImplicitVar(fn string, x *ad.Var, tau, tol float64, maxIters int, l
 	if logOut {
 		p = t.Alloc(batch * nn)
 	}
-	works := make([]*sinkWork, batch)
-	scratch := make([][]float64, batch)
-	for k := range works {
-		works[k] = newSinkWork(t.Alloc, xv[k*nn:(k+1)*nn], n, tau, maxIters)
-		scratch[k] = t.Alloc(2 * n)
-	}
+	works, scratch := newSinkBatch(t, xv, batch, n, tau, maxIters)
 	errs := make([]error, batch)
 	sinkParallel(batch, func(k int) {
 		w := works[k]

@@ -58,20 +58,11 @@ func NewGumbelSinkhorn(name string, b, n int, masks []*perm.Mask, tau optim.Sche
 	}
 	g := &GumbelSinkhorn{Site: name, X: ad.NewParam(name+".X", ad.Zeros(b, n, n)), Tau: tau, TauPrior: tauPrior, Iters: iters, b: b, n: n}
 	if masks != nil {
-		if len(masks) != b {
-			return nil, fmt.Errorf("vi: NewGumbelSinkhorn: %d masks for %d permutations", len(masks), b)
+		allowed, err := flattenMasks("NewGumbelSinkhorn", masks, b, n)
+		if err != nil {
+			return nil, err
 		}
-		g.allowed = make([]bool, b*n*n)
-		for k, m := range masks {
-			if m == nil || m.Size() != n {
-				return nil, fmt.Errorf("vi: NewGumbelSinkhorn: mask %d is nil or not %d×%d", k, n, n)
-			}
-			for i := 0; i < n; i++ {
-				for j := 0; j < n; j++ {
-					g.allowed[(k*n+i)*n+j] = m.Allowed(i, j)
-				}
-			}
-		}
+		g.allowed = allowed
 	}
 	for i := 0; i < b*n*n; i++ {
 		if g.allowed == nil || g.allowed[i] {
@@ -79,6 +70,33 @@ func NewGumbelSinkhorn(name string, b, n int, masks []*perm.Mask, tau optim.Sche
 		}
 	}
 	return g, nil
+}
+
+// flattenMasks lays out b masks of size n×n as one (b, n, n) row-major
+// slice: allowed[(k·n+i)·n+j] says whether entry (i, j) of permutation k is
+// allowed. A nil masks allows everything.
+func flattenMasks(fn string, masks []*perm.Mask, b, n int) ([]bool, error) {
+	allowed := make([]bool, b*n*n)
+	if masks == nil {
+		for i := range allowed {
+			allowed[i] = true
+		}
+		return allowed, nil
+	}
+	if len(masks) != b {
+		return nil, fmt.Errorf("vi: %s: %d masks for %d permutations", fn, len(masks), b)
+	}
+	for k, m := range masks {
+		if m == nil || m.Size() != n {
+			return nil, fmt.Errorf("vi: %s: mask %d is nil or not %d×%d", fn, k, n, n)
+		}
+		for i := 0; i < n; i++ {
+			for j := 0; j < n; j++ {
+				allowed[(k*n+i)*n+j] = m.Allowed(i, j)
+			}
+		}
+	}
+	return allowed, nil
 }
 
 // Name implements Guide.

@@ -69,29 +69,18 @@ func NewRounding(name string, b, n int, masks []*perm.Mask, std0, tau, priorStd 
 	for i := range rho.Data {
 		rho.Data[i] = r0
 	}
-	g := &Rounding{Site: name, Theta: ad.NewParam(name+".theta", ad.Zeros(b, n, n)), Rho: ad.NewParam(name+".rho", rho),
-		Tau: tau, Iters: iters, Prior: pr, b: b, n: n, allowed: make([]bool, b*n*n)}
-	if masks != nil && len(masks) != b {
-		return nil, fmt.Errorf("vi: NewRounding: %d masks for %d permutations", len(masks), b)
+	allowed, err := flattenMasks("NewRounding", masks, b, n)
+	if err != nil {
+		return nil, err
 	}
-	g.masks = make([]*perm.Mask, b)
-	for k := 0; k < b; k++ {
-		m := (*perm.Mask)(nil)
-		if masks != nil {
-			m = masks[k]
-			if m == nil || m.Size() != n {
-				return nil, fmt.Errorf("vi: NewRounding: mask %d is nil or not %d×%d", k, n, n)
-			}
-		}
-		g.masks[k] = m
-		for i := 0; i < n; i++ {
-			for j := 0; j < n; j++ {
-				ok := m == nil || m.Allowed(i, j)
-				g.allowed[(k*n+i)*n+j] = ok
-				if ok {
-					g.nAllow++
-				}
-			}
+	g := &Rounding{Site: name, Theta: ad.NewParam(name+".theta", ad.Zeros(b, n, n)), Rho: ad.NewParam(name+".rho", rho),
+		Tau: tau, Iters: iters, Prior: pr, b: b, n: n, allowed: allowed, masks: make([]*perm.Mask, b)}
+	if masks != nil {
+		copy(g.masks, masks)
+	}
+	for _, ok := range allowed {
+		if ok {
+			g.nAllow++
 		}
 	}
 	return g, nil

@@ -66,11 +66,11 @@ func (pr *Problem) RunVI(ctx context.Context, cfg VIConfig) (*VIPosterior, error
 		return nil, err
 	}
 	x := &ad.Tensor{Shape: []int{n, n}, Data: pr.Logits().RawMatrix().Data}
-	for i, v := range x.Data {
-		if pr.Mask != nil && !pr.Mask.Allowed(i/n, i%n) {
-			x.Data[i] = 0 // forbidden entries are zero in every sample
-		} else {
-			x.Data[i] = v
+	if pr.Mask != nil {
+		for i := range x.Data {
+			if !pr.Mask.Allowed(i/n, i%n) {
+				x.Data[i] = 0 // P is zero there in every sample
+			}
 		}
 	}
 	res, err := vi.Fit(ctx, linearModel{x}, []vi.Guide{g}, vi.Options{
