@@ -6,12 +6,10 @@ import (
 	"runtime"
 	"sync"
 
-	"gonum.org/v1/gonum/blas"
-	"gonum.org/v1/gonum/blas/blas64"
-	"gonum.org/v1/gonum/floats"
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/permlab/permlab/ad"
+	"github.com/permlab/permlab/internal/f64"
 	"github.com/permlab/permlab/perm"
 	"github.com/permlab/permlab/vi"
 )
@@ -193,9 +191,9 @@ func (p *Problem) Accuracy(perms []perm.Perm) (all, unknown float64, err error) 
 type Model struct {
 	P *Problem
 
-	sxx  [][]float64 // full (both triangles) Sxx per worm, row-major
-	trYY []float64   // tr Syy per worm
-	cols [][][]int   // allowed columns of each row, per worm: P's sparsity
+	sxx  []*f64.Packed // full (both triangles) Sxx per worm, packed for f64.Gemm
+	trYY []float64     // tr Syy per worm
+	cols [][][]int     // allowed columns of each row, per worm: P's sparsity
 }
 
 // NewModel returns the model of p.
@@ -205,7 +203,7 @@ func NewModel(p *Problem) *Model {
 	for _, s := range p.Stats {
 		full := mat.NewDense(n, n, nil)
 		full.Copy(s.Sxx)
-		m.sxx = append(m.sxx, full.RawMatrix().Data)
+		m.sxx = append(m.sxx, f64.Pack(full.RawMatrix().Data, n, n))
 		tr := 0.0
 		for i := 0; i < n; i++ {
 			tr += s.Syy.At(i, i)
@@ -312,7 +310,7 @@ func (m *Model) logLikOp(t *ad.Tape, pv, wv *ad.Var, kk int) *ad.Var {
 			axpy(w[x], st.pt[rc[1]*n:(rc[1]+1)*n], st.bm[rc[0]*n:(rc[0]+1)*n])
 		}
 		sparseMul(p, st.bm, a, m.cols[j], n)
-		gemm(false, false, n, n, n, a, m.sxx[j], st.as)
+		f64.Gemm(n, a, m.sxx[j], st.as)
 		syx := s.Syx.RawMatrix().Data
 		var cross, quad float64
 		for i, v := range a {
@@ -409,33 +407,8 @@ func parallel(n int, f func(int)) {
 	wg.Wait()
 }
 
-// axpy adds a·x to y (gonum's assembly kernel).
-func axpy(a float64, x, y []float64) {
-	if a == 0 {
-		return
-	}
-	floats.AddScaled(y[:len(x)], a, x)
-}
+// axpy adds a·x to y.
+func axpy(a float64, x, y []float64) { f64.Axpy(a, x, y) }
 
-// dot returns x·y (gonum's assembly kernel).
-func dot(x, y []float64) float64 { return floats.Dot(x, y[:len(x)]) }
-
-func gemmGeneral(ta, tb bool, m, n, k int, a, b []float64, beta float64, c []float64) {
-	tA, tB := blas.NoTrans, blas.NoTrans
-	ar, ac, br, bc := m, k, k, n
-	if ta {
-		tA, ar, ac = blas.Trans, k, m
-	}
-	if tb {
-		tB, br, bc = blas.Trans, n, k
-	}
-	blas64.Gemm(tA, tB, 1,
-		blas64.General{Rows: ar, Cols: ac, Stride: ac, Data: a},
-		blas64.General{Rows: br, Cols: bc, Stride: bc, Data: b},
-		beta, blas64.General{Rows: m, Cols: n, Stride: n, Data: c})
-}
-
-// gemm sets c = op(a)·op(b).
-func gemm(ta, tb bool, m, n, k int, a, b, c []float64) {
-	gemmGeneral(ta, tb, m, n, k, a, b, 0, c)
-}
+// dot returns x·y.
+func dot(x, y []float64) float64 { return f64.Dot(x, y) }

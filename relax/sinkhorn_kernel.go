@@ -7,8 +7,7 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"gonum.org/v1/gonum/blas"
-	"gonum.org/v1/gonum/blas/blas64"
+	"github.com/permlab/permlab/internal/f64"
 )
 
 // This file holds the engine shared by the numeric and the differentiable
@@ -166,13 +165,16 @@ func checkTauIters(tau float64, iters int) error {
 // gemv sets y = A x (trans false) or y = Aᵀ x (trans true) for the n×n
 // row-major matrix A.
 func gemv(trans bool, a []float64, n int, x, y []float64) {
-	clear(y)
-	t := blas.NoTrans
 	if trans {
-		t = blas.Trans
+		clear(y)
+		for i, xi := range x[:n] {
+			f64.Axpy(xi, a[i*n:(i+1)*n], y)
+		}
+		return
 	}
-	blas64.Gemv(t, 1, blas64.General{Rows: n, Cols: n, Stride: n, Data: a},
-		blas64.Vector{N: n, Inc: 1, Data: x}, 0, blas64.Vector{N: n, Inc: 1, Data: y})
+	for i := range y[:n] {
+		y[i] = f64.Dot(a[i*n:(i+1)*n], x)
+	}
 }
 
 // kernExp returns exp(d), or 0 when d is below sinkKernMinLog (or −Inf).
@@ -497,12 +499,13 @@ func (w *sinkWork) backward(gx []float64, sb *sinkBack) {
 			}
 		}
 		// g -= K ⊙ (X Yᵀ), one row at a time: m = Yᵀ x_i.
-		ys := blas64.General{Rows: cnt, Cols: n, Stride: n, Data: sb.ys[:cnt*n]}
+		ys := sb.ys[:cnt*n]
 		m := sb.m
 		for i := 0; i < n; i++ {
 			clear(m)
-			blas64.Gemv(blas.Trans, 1, ys, blas64.Vector{N: cnt, Inc: 1, Data: sb.xs[i*cnt : (i+1)*cnt]},
-				0, blas64.Vector{N: n, Inc: 1, Data: m})
+			for r, xr := range sb.xs[i*cnt : (i+1)*cnt] {
+				f64.Axpy(xr, ys[r*n:(r+1)*n], m)
+			}
 			ki := w.kern[i*n : (i+1)*n]
 			gi := g[i*n : (i+1)*n]
 			m := m[:len(ki)]

@@ -1,0 +1,19 @@
+package f64
+
+import "golang.org/x/sys/cpu"
+
+// hasAsm: the kernels need AVX2 and FMA (x/sys/cpu also checks that the
+// operating system saves the YMM registers).
+var hasAsm = cpu.X86.HasAVX2 && cpu.X86.HasFMA
+
+//go:noescape
+func axpyAsm(a float64, x, y []float64)
+
+//go:noescape
+func dotAsm(x, y []float64) float64
+
+// kern4x8 sets the 4×8 tile at c (row stride ldc) to the product of the
+// four rows at a (row stride lda, length k) with the k×8 panel at b.
+//
+//go:noescape
+func kern4x8(k int, a *float64, lda int, b *float64, c *float64, ldc int)

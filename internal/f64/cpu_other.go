@@ -1,0 +1,11 @@
+//go:build !amd64
+
+package f64
+
+const hasAsm = false
+
+func axpyAsm(a float64, x, y []float64) { panic("f64: no assembly on this architecture") }
+func dotAsm(x, y []float64) float64     { panic("f64: no assembly on this architecture") }
+func kern4x8(k int, a *float64, lda int, b *float64, c *float64, ldc int) {
+	panic("f64: no assembly on this architecture")
+}

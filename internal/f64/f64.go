@@ -1,0 +1,127 @@
+package f64
+
+import (
+	"gonum.org/v1/gonum/blas"
+	"gonum.org/v1/gonum/blas/blas64"
+	"gonum.org/v1/gonum/floats"
+)
+
+// useAsm reports whether the assembly kernels run. Tests switch it off to
+// check the fallback against the same expectations.
+var useAsm = hasAsm
+
+// Axpy adds a·x to y[:len(x)]. It panics if y is shorter than x.
+func Axpy(a float64, x, y []float64) {
+	if a == 0 || len(x) == 0 {
+		return
+	}
+	y = y[:len(x)]
+	if useAsm {
+		axpyAsm(a, x, y)
+		return
+	}
+	floats.AddScaled(y, a, x)
+}
+
+// Dot returns the dot product of x and y[:len(x)]. It panics if y is
+// shorter than x.
+func Dot(x, y []float64) float64 {
+	if len(x) == 0 {
+		return 0
+	}
+	y = y[:len(x)]
+	if useAsm {
+		return dotAsm(x, y)
+	}
+	return floats.Dot(x, y)
+}
+
+// panelWidth is the number of columns of B in one packed panel.
+const panelWidth = 8
+
+// Packed is a k×n matrix stored for repeated use as the right-hand factor
+// of Gemm.
+type Packed struct {
+	k, n   int
+	panels []float64 // ⌈n/8⌉ panels of k×8, row-major within a panel
+	raw    []float64 // the row-major matrix, for the fallback path
+}
+
+// Pack stores the k×n row-major matrix b (len(b) = k·n) for Gemm. The
+// packed copy does not alias b.
+func Pack(b []float64, k, n int) *Packed {
+	if k < 0 || n < 0 || len(b) != k*n {
+		panic("f64: Pack: len(b) != k·n")
+	}
+	np := (n + panelWidth - 1) / panelWidth
+	p := &Packed{k: k, n: n, panels: make([]float64, np*k*panelWidth), raw: append([]float64(nil), b...)}
+	for q := 0; q < np; q++ {
+		dst := p.panels[q*k*panelWidth : (q+1)*k*panelWidth]
+		c0 := q * panelWidth
+		w := min(panelWidth, n-c0)
+		for r := 0; r < k; r++ {
+			copy(dst[r*panelWidth:r*panelWidth+w], b[r*n+c0:r*n+c0+w])
+		}
+	}
+	return p
+}
+
+// Dims returns the shape k×n of the packed matrix.
+func (p *Packed) Dims() (k, n int) { return p.k, p.n }
+
+// Gemm sets c = a·B for the m×k row-major a and the m×n row-major c.
+func Gemm(m int, a []float64, b *Packed, c []float64) {
+	k, n := b.k, b.n
+	if len(a) != m*k || len(c) != m*n {
+		panic("f64: Gemm: slice lengths do not match m×k·k×n")
+	}
+	if m == 0 || n == 0 {
+		return
+	}
+	if k == 0 {
+		clear(c)
+		return
+	}
+	if !useAsm {
+		blas64.Gemm(blas.NoTrans, blas.NoTrans, 1,
+			blas64.General{Rows: m, Cols: k, Stride: k, Data: a},
+			blas64.General{Rows: k, Cols: n, Stride: n, Data: b.raw},
+			0, blas64.General{Rows: m, Cols: n, Stride: n, Data: c})
+		return
+	}
+	gemmAsm(m, k, n, a, b.panels, c)
+}
+
+// gemmAsm runs the 4×8 kernel over the tiles of c. Panels are the outer
+// loop so that one panel (k×8 doubles) stays in L1 cache while the rows of
+// a stream past it.
+func gemmAsm(m, k, n int, a, panels, c []float64) {
+	const mr = 4
+	var tile [mr * panelWidth]float64
+	var edgeA []float64 // the last m%4 rows of a, zero-padded to 4 rows
+	if r := m % mr; r != 0 {
+		edgeA = make([]float64, mr*k)
+		copy(edgeA, a[(m-r)*k:])
+	}
+	np := (n + panelWidth - 1) / panelWidth
+	for q := 0; q < np; q++ {
+		panel := panels[q*k*panelWidth:]
+		c0 := q * panelWidth
+		w := min(panelWidth, n-c0)
+		for i0 := 0; i0 < m; i0 += mr {
+			h := min(mr, m-i0)
+			ap := &a[i0*k]
+			if h < mr {
+				ap = &edgeA[0]
+			}
+			if h == mr && w == panelWidth {
+				kern4x8(k, ap, k, &panel[0], &c[i0*n+c0], n)
+				continue
+			}
+			kern4x8(k, ap, k, &panel[0], &tile[0], panelWidth)
+			for r := 0; r < h; r++ {
+				copy(c[(i0+r)*n+c0:(i0+r)*n+c0+w], tile[r*panelWidth:r*panelWidth+w])
+			}
+		}
+	}
+}

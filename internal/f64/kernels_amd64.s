@@ -1,0 +1,179 @@
+#include "textflag.h"
+
+// func axpyAsm(a float64, x, y []float64)
+// y[i] += a*x[i] for i < len(x); len(y) == len(x).
+TEXT ·axpyAsm(SB), NOSPLIT, $0-56
+	VBROADCASTSD a+0(FP), Y0
+	MOVQ x_base+8(FP), SI
+	MOVQ x_len+16(FP), CX
+	MOVQ y_base+32(FP), DI
+	XORQ AX, AX
+	MOVQ CX, BX
+	ANDQ $-16, BX
+	JE   axpy_tail4
+
+axpy_loop16:
+	VMOVUPD     (DI)(AX*8), Y1
+	VMOVUPD     32(DI)(AX*8), Y2
+	VMOVUPD     64(DI)(AX*8), Y3
+	VMOVUPD     96(DI)(AX*8), Y4
+	VFMADD231PD (SI)(AX*8), Y0, Y1
+	VFMADD231PD 32(SI)(AX*8), Y0, Y2
+	VFMADD231PD 64(SI)(AX*8), Y0, Y3
+	VFMADD231PD 96(SI)(AX*8), Y0, Y4
+	VMOVUPD     Y1, (DI)(AX*8)
+	VMOVUPD     Y2, 32(DI)(AX*8)
+	VMOVUPD     Y3, 64(DI)(AX*8)
+	VMOVUPD     Y4, 96(DI)(AX*8)
+	ADDQ        $16, AX
+	CMPQ        AX, BX
+	JL          axpy_loop16
+
+axpy_tail4:
+	MOVQ CX, BX
+	ANDQ $-4, BX
+
+axpy_loop4:
+	CMPQ        AX, BX
+	JGE         axpy_tail1
+	VMOVUPD     (DI)(AX*8), Y1
+	VFMADD231PD (SI)(AX*8), Y0, Y1
+	VMOVUPD     Y1, (DI)(AX*8)
+	ADDQ        $4, AX
+	JMP         axpy_loop4
+
+axpy_tail1:
+	CMPQ        AX, CX
+	JGE         axpy_done
+	VMOVSD      (DI)(AX*8), X1
+	VFMADD231SD (SI)(AX*8), X0, X1
+	VMOVSD      X1, (DI)(AX*8)
+	INCQ        AX
+	JMP         axpy_tail1
+
+axpy_done:
+	VZEROUPPER
+	RET
+
+// func dotAsm(x, y []float64) float64
+TEXT ·dotAsm(SB), NOSPLIT, $0-56
+	MOVQ   x_base+0(FP), SI
+	MOVQ   x_len+8(FP), CX
+	MOVQ   y_base+24(FP), DI
+	VXORPD Y0, Y0, Y0
+	VXORPD Y1, Y1, Y1
+	VXORPD Y2, Y2, Y2
+	VXORPD Y3, Y3, Y3
+	XORQ   AX, AX
+	MOVQ   CX, BX
+	ANDQ   $-16, BX
+	JE     dot_tail4
+
+dot_loop16:
+	VMOVUPD     (SI)(AX*8), Y4
+	VMOVUPD     32(SI)(AX*8), Y5
+	VMOVUPD     64(SI)(AX*8), Y6
+	VMOVUPD     96(SI)(AX*8), Y7
+	VFMADD231PD (DI)(AX*8), Y4, Y0
+	VFMADD231PD 32(DI)(AX*8), Y5, Y1
+	VFMADD231PD 64(DI)(AX*8), Y6, Y2
+	VFMADD231PD 96(DI)(AX*8), Y7, Y3
+	ADDQ        $16, AX
+	CMPQ        AX, BX
+	JL          dot_loop16
+
+dot_tail4:
+	MOVQ CX, BX
+	ANDQ $-4, BX
+
+dot_loop4:
+	CMPQ        AX, BX
+	JGE         dot_reduce
+	VMOVUPD     (SI)(AX*8), Y4
+	VFMADD231PD (DI)(AX*8), Y4, Y0
+	ADDQ        $4, AX
+	JMP         dot_loop4
+
+dot_reduce:
+	VADDPD       Y1, Y0, Y0
+	VADDPD       Y3, Y2, Y2
+	VADDPD       Y2, Y0, Y0
+	VEXTRACTF128 $1, Y0, X1
+	VADDPD       X1, X0, X0
+	VHADDPD      X0, X0, X0
+
+dot_tail1:
+	CMPQ        AX, CX
+	JGE         dot_done
+	VMOVSD      (SI)(AX*8), X4
+	VFMADD231SD (DI)(AX*8), X4, X0
+	INCQ        AX
+	JMP         dot_tail1
+
+dot_done:
+	VMOVSD X0, ret+48(FP)
+	VZEROUPPER
+	RET
+
+// func kern4x8(k int, a *float64, lda int, b *float64, c *float64, ldc int)
+// C[r][0:8] = sum over p < k of A[r][p] * B[p][0:8] for r < 4, where A's
+// rows start at a with stride lda and B is a packed k×8 panel at b.
+TEXT ·kern4x8(SB), NOSPLIT, $0-48
+	MOVQ k+0(FP), CX
+	MOVQ a+8(FP), SI
+	MOVQ lda+16(FP), R8
+	SHLQ $3, R8
+	MOVQ b+24(FP), DX
+	MOVQ c+32(FP), DI
+	MOVQ ldc+40(FP), R9
+	SHLQ $3, R9
+	LEAQ (SI)(R8*1), R10
+	LEAQ (R10)(R8*1), R11
+	LEAQ (R11)(R8*1), R12
+
+	VXORPD Y0, Y0, Y0
+	VXORPD Y1, Y1, Y1
+	VXORPD Y2, Y2, Y2
+	VXORPD Y3, Y3, Y3
+	VXORPD Y4, Y4, Y4
+	VXORPD Y5, Y5, Y5
+	VXORPD Y6, Y6, Y6
+	VXORPD Y7, Y7, Y7
+	XORQ   AX, AX
+	TESTQ  CX, CX
+	JE     kern_store
+
+kern_loop:
+	VMOVUPD      (DX), Y8
+	VMOVUPD      32(DX), Y9
+	VBROADCASTSD (SI)(AX*8), Y10
+	VBROADCASTSD (R10)(AX*8), Y11
+	VFMADD231PD  Y8, Y10, Y0
+	VFMADD231PD  Y9, Y10, Y1
+	VBROADCASTSD (R11)(AX*8), Y12
+	VFMADD231PD  Y8, Y11, Y2
+	VFMADD231PD  Y9, Y11, Y3
+	VBROADCASTSD (R12)(AX*8), Y13
+	VFMADD231PD  Y8, Y12, Y4
+	VFMADD231PD  Y9, Y12, Y5
+	VFMADD231PD  Y8, Y13, Y6
+	VFMADD231PD  Y9, Y13, Y7
+	ADDQ         $64, DX
+	INCQ         AX
+	CMPQ         AX, CX
+	JL           kern_loop
+
+kern_store:
+	VMOVUPD Y0, (DI)
+	VMOVUPD Y1, 32(DI)
+	ADDQ    R9, DI
+	VMOVUPD Y2, (DI)
+	VMOVUPD Y3, 32(DI)
+	ADDQ    R9, DI
+	VMOVUPD Y4, (DI)
+	VMOVUPD Y5, 32(DI)
+	ADDQ    R9, DI
+	VMOVUPD Y6, (DI)
+	VMOVUPD Y7, 32(DI)
+	VZEROUPPER
+	RET
