@@ -39,13 +39,10 @@
 package main
 
 import (
-	"bufio"
-	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"log"
 	"math"
 	"math/rand/v2"
@@ -55,11 +52,11 @@ import (
 	"runtime"
 	"slices"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/permlab/permlab/ad"
 	"github.com/permlab/permlab/ad/optim"
+	"github.com/permlab/permlab/benchmarks/internal/harness"
 	"github.com/permlab/permlab/celegans"
 	"github.com/permlab/permlab/dist"
 	"github.com/permlab/permlab/perm"
@@ -167,38 +164,38 @@ func run(c config, masked bool) error {
 	py, why := startPython(c, dir)
 	if py == nil {
 		fmt.Printf("PyTorch reference not run: %s\n\n", why)
-		goTimes, err := timeGo(st, c.warmup, c.reps)
+		goTimes, err := harness.Measure(harness.Timed(st.step), c.warmup, c.reps)
 		if err != nil {
 			return err
 		}
 		fmt.Printf("| implementation | threads | ms/step (median wall) | CPU ms/step (median) |\n|---|---|---|---|\n")
-		fmt.Printf("| permlab (Go) | %d | %.1f | %.1f |\n", c.threads, median(goTimes.wall), median(goTimes.cpu))
+		fmt.Printf("| permlab (Go) | %d | %.1f | %.1f |\n", c.threads, harness.Median(goTimes.Wall), harness.Median(goTimes.CPU))
 		return nil
 	}
-	defer py.close()
+	defer py.Close()
 
 	var pyCheck checkResult
-	if err := py.call("check", &pyCheck); err != nil {
+	if err := py.Call("check", &pyCheck); err != nil {
 		return err
 	}
 	if err := compare(dir, goCheck, pyCheck); err != nil {
 		return err
 	}
 
-	goT, pyT, err := interleave(st, py, c.warmup, c.reps)
+	pyT, goT, err := harness.Interleave(py.Step, harness.Timed(st.step), c.warmup, c.reps, pause)
 	if err != nil {
 		return err
 	}
-	gw, pw := median(goT.wall), median(pyT.wall)
-	gc, pc := median(goT.cpu), median(pyT.cpu)
-	fmt.Printf("\nTimes are medians over %d steps per side after %d warm-up steps, measured interleaved (one PyTorch step, one Go step, alternating which goes first) so that load from other processes affects both alike. Load average at the end: %s.\n\n", c.reps, c.warmup, loadAvg())
+	gw, pw := harness.Median(goT.Wall), harness.Median(pyT.Wall)
+	gc, pc := harness.Median(goT.CPU), harness.Median(pyT.CPU)
+	fmt.Printf("\nTimes are medians over %d steps per side after %d warm-up steps, measured interleaved (one PyTorch step, one Go step, alternating which goes first) so that load from other processes affects both alike. Load average at the end: %s.\n\n", c.reps, c.warmup, harness.LoadAvg(3))
 	fmt.Printf("| setting | threads | Go ms/step | PyTorch ms/step | ratio (torch/go) |\n|---|---|---|---|---|\n")
 	fmt.Printf("| %s, wall | %d | %.1f | %.1f | %.2f |\n", setting, c.threads, gw, pw, pw/gw)
 	fmt.Printf("| %s, CPU | %d | %.1f | %.1f | %.2f |\n", setting, c.threads, gc, pc, pc/gc)
-	gm, pm := slices.Min(goT.wall), slices.Min(pyT.wall)
+	gm, pm := slices.Min(goT.Wall), slices.Min(pyT.Wall)
 	fmt.Printf("| %s, wall, fastest step | %d | %.1f | %.1f | %.2f |\n", setting, c.threads, gm, pm, pm/gm)
 	fmt.Printf("\nRows: wall = median wall-clock time; CPU = median CPU time of the process, summed over its threads; fastest step = the least disturbed step of each side. Slowest steps: Go %.1f ms, PyTorch %.1f ms.\n",
-		slices.Max(goT.wall), slices.Max(pyT.wall))
+		slices.Max(goT.Wall), slices.Max(pyT.Wall))
 	return nil
 }
 
@@ -402,7 +399,7 @@ func compare(dir string, g, py checkResult) error {
 		}
 	}
 	for _, name := range []string{"X", "mu", "rho"} {
-		pg, err := readF64(filepath.Join(dir, "grad_"+name+".f64"))
+		pg, err := harness.ReadF64(filepath.Join(dir, "grad_"+name+".f64"), -1)
 		if err != nil {
 			return err
 		}
@@ -454,7 +451,7 @@ func writeProblem(dir string, c config, p *celegans.Problem, ys [][]float64, mas
 	}{n, b, c.t, c.tau, c.tauPrior, c.iters, p.NoiseVar, c.sigmaW, c.lr, c.threads, c.seed, map[string]array{}}
 	put := func(name string, data []float64, shape ...int) error {
 		header.Arrays[name] = array{name + ".f64", shape}
-		return writeF64(filepath.Join(dir, name+".f64"), data)
+		return harness.WriteF64(filepath.Join(dir, name+".f64"), data)
 	}
 	var y []float64
 	for _, w := range ys {
@@ -504,83 +501,20 @@ func writeProblem(dir string, c config, p *celegans.Problem, ys [][]float64, mas
 	return os.WriteFile(filepath.Join(dir, "header.json"), js, 0o644)
 }
 
-func writeF64(path string, data []float64) error {
-	buf := make([]byte, 8*len(data))
-	for i, v := range data {
-		binary.LittleEndian.PutUint64(buf[8*i:], math.Float64bits(v))
-	}
-	return os.WriteFile(path, buf, 0o644)
-}
-
-func readF64(path string) ([]float64, error) {
-	buf, err := os.ReadFile(path)
-	if err != nil {
-		return nil, err
-	}
-	if len(buf)%8 != 0 {
-		return nil, fmt.Errorf("%s: size %d is not a multiple of 8", path, len(buf))
-	}
-	out := make([]float64, len(buf)/8)
-	for i := range out {
-		out[i] = math.Float64frombits(binary.LittleEndian.Uint64(buf[8*i:]))
-	}
-	return out, nil
-}
-
-// python is the reference process in serve mode.
-type python struct {
-	cmd *exec.Cmd
-	in  io.WriteCloser
-	out *bufio.Scanner
-}
-
 // startPython starts the reference, or returns nil and the reason why it
 // cannot run.
-func startPython(c config, dir string) (*python, string) {
-	if _, err := os.Stat(c.python); err != nil {
-		return nil, fmt.Sprintf("no Python interpreter at %s (%v)", c.python, err)
+func startPython(c config, dir string) (*harness.Python, string) {
+	if err := harness.CheckPython(c.python, c.script); err != nil {
+		return nil, err.Error()
 	}
 	if out, err := exec.Command(c.python, "-c", "import torch").CombinedOutput(); err != nil {
 		return nil, fmt.Sprintf("%s cannot import torch (%v): %s", c.python, err, strings.TrimSpace(string(out)))
 	}
-	if _, err := os.Stat(c.script); err != nil {
-		return nil, fmt.Sprintf("reference script %s not found (run from the repository root or set -script)", c.script)
-	}
-	cmd := exec.Command(c.python, c.script, dir, "--serve")
-	cmd.Stderr = os.Stderr
-	cmd.Env = os.Environ()
-	var env []string
-	for _, kv := range pythonEnv(c) {
-		k, _, _ := strings.Cut(kv, "=")
-		if v, ok := os.LookupEnv(k); ok {
-			kv = k + "=" + v // the caller's setting wins
-		} else {
-			cmd.Env = append(cmd.Env, kv)
-		}
-		env = append(env, kv)
-	}
-	in, err := cmd.StdinPipe()
+	py, err := harness.StartPython(c.python, c.script, dir, pythonEnv(c))
 	if err != nil {
-		return nil, err.Error()
-	}
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		return nil, err.Error()
-	}
-	if err := cmd.Start(); err != nil {
-		return nil, err.Error()
-	}
-	py := &python{cmd: cmd, in: in, out: bufio.NewScanner(out)}
-	var ready struct {
-		Ready   bool   `json:"ready"`
-		Torch   string `json:"torch"`
-		Threads int    `json:"threads"`
-	}
-	if err := py.read(&ready); err != nil || !ready.Ready {
-		py.close()
 		return nil, fmt.Sprintf("the reference did not start: %v", err)
 	}
-	fmt.Printf("PyTorch %s with %d threads (%s; %s)\n\n", ready.Torch, ready.Threads, c.python, strings.Join(env, " "))
+	fmt.Printf("PyTorch %s with %d threads (%s; %s)\n\n", py.Torch, py.Threads, c.python, strings.Join(py.Env, " "))
 	return py, ""
 }
 
@@ -603,136 +537,7 @@ func pythonEnv(c config) []string {
 	return env
 }
 
-func (py *python) read(v any) error {
-	if !py.out.Scan() {
-		if err := py.out.Err(); err != nil {
-			return err
-		}
-		return errors.New("the reference exited")
-	}
-	return json.Unmarshal(py.out.Bytes(), v)
-}
-
-func (py *python) call(cmd string, v any) error {
-	if _, err := fmt.Fprintln(py.in, cmd); err != nil {
-		return fmt.Errorf("reference: %s: %w", cmd, err)
-	}
-	if err := py.read(v); err != nil {
-		return fmt.Errorf("reference: %s: %w", cmd, err)
-	}
-	return nil
-}
-
-func (py *python) close() {
-	fmt.Fprintln(py.in, "quit")
-	py.in.Close()
-	py.cmd.Wait()
-}
-
-// times are per-step wall and CPU times in milliseconds.
-type times struct{ wall, cpu []float64 }
-
-// cpuTime is the CPU time of this process so far, all threads.
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
-
-func (s *stepper) timed() (wall, cpu float64, err error) {
-	c0, w0 := cpuTime(), time.Now()
-	err = s.step()
-	return ms(time.Since(w0)), ms(cpuTime() - c0), err
-}
-
-func ms(d time.Duration) float64 { return float64(d) / 1e6 }
-
-func timeGo(s *stepper, warmup, reps int) (times, error) {
-	var t times
-	for i := 0; i < warmup+reps; i++ {
-		w, c, err := s.timed()
-		if err != nil {
-			return t, err
-		}
-		if i >= warmup {
-			t.wall, t.cpu = append(t.wall, w), append(t.cpu, c)
-		}
-	}
-	return t, nil
-}
-
 // pause lets the other side's threads settle before the next timed step:
 // OpenBLAS worker threads spin for up to 2^28 cycles (about 0.1 s) after
 // their last call, and an active OpenMP pool spins too.
 const pause = 150 * time.Millisecond
-
-// interleave alternates single steps of the two sides.
-func interleave(s *stepper, py *python, warmup, reps int) (goT, pyT times, err error) {
-	var r struct {
-		Wall, CPU float64
-		Error     string
-	}
-	pyStep := func(keep bool) error {
-		if err := py.call("step", &r); err != nil {
-			return err
-		}
-		if r.Error != "" {
-			return errors.New("reference: " + r.Error)
-		}
-		if keep {
-			pyT.wall, pyT.cpu = append(pyT.wall, 1e3*r.Wall), append(pyT.cpu, 1e3*r.CPU)
-		}
-		return nil
-	}
-	goStep := func(keep bool) error {
-		w, c, err := s.timed()
-		if err != nil {
-			return err
-		}
-		if keep {
-			goT.wall, goT.cpu = append(goT.wall, w), append(goT.cpu, c)
-		}
-		return nil
-	}
-	for i := 0; i < warmup+reps; i++ {
-		keep := i >= warmup
-		first, second := pyStep, goStep
-		if i%2 == 1 {
-			first, second = goStep, pyStep
-		}
-		if err := first(keep); err != nil {
-			return goT, pyT, err
-		}
-		time.Sleep(pause)
-		if err := second(keep); err != nil {
-			return goT, pyT, err
-		}
-		time.Sleep(pause)
-	}
-	return goT, pyT, nil
-}
-
-func median(x []float64) float64 {
-	s := slices.Clone(x)
-	slices.Sort(s)
-	m := len(s) / 2
-	if len(s)%2 == 1 {
-		return s[m]
-	}
-	return (s[m-1] + s[m]) / 2
-}
-
-// loadAvg returns the 1, 5 and 15 minute load averages, or "unknown".
-func loadAvg() string {
-	b, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
-		return "unknown"
-	}
-	f := strings.Fields(string(b))
-	if len(f) < 3 {
-		return "unknown"
-	}
-	return strings.Join(f[:3], " ")
-}

@@ -21,7 +21,6 @@ package main
 
 import (
 	"bytes"
-	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -39,6 +38,7 @@ import (
 
 	"gonum.org/v1/gonum/mat"
 
+	"github.com/permlab/permlab/benchmarks/internal/harness"
 	"github.com/permlab/permlab/relax"
 )
 
@@ -138,7 +138,7 @@ func run(sizesFlag string, reps, rounds, threads int, seed uint64, python, scrip
 		fmt.Println("| n | Go relax.Matching, median (ms) | best (ms) |")
 		fmt.Println("|---:|---:|---:|")
 		for _, p := range probs {
-			fmt.Printf("| %d | %.3f | %.3f |\n", p.n, 1e3*median(p.goTimes), 1e3*slices.Min(p.goTimes))
+			fmt.Printf("| %d | %.3f | %.3f |\n", p.n, 1e3*harness.Median(p.goTimes), 1e3*slices.Min(p.goTimes))
 		}
 		return nil
 	}
@@ -147,7 +147,7 @@ func run(sizesFlag string, reps, rounds, threads int, seed uint64, python, scrip
 	fmt.Println("|---:|---:|---:|---:|---:|:---:|")
 	var mismatch error
 	for _, p := range probs {
-		goMed, pyMed := median(p.goTimes), median(p.pyTimes)
+		goMed, pyMed := harness.Median(p.goTimes), harness.Median(p.pyTimes)
 		agree := p.pyObjSet && math.Abs(p.pyObj-p.goObj) <= 1e-9*math.Max(1, math.Abs(p.goObj))
 		if !agree && mismatch == nil {
 			mismatch = fmt.Errorf("n=%d: objective %v (Go) != %v (SciPy)", p.n, p.goObj, p.pyObj)
@@ -191,25 +191,14 @@ func timeGo(p *problem, reps int) error {
 	return nil
 }
 
-func median(xs []float64) float64 {
-	s := slices.Clone(xs)
-	slices.Sort(s)
-	k := len(s)
-	if k%2 == 1 {
-		return s[k/2]
-	}
-	return (s[k/2-1] + s[k/2]) / 2
-}
-
+// writeMatrix writes x to path, row-major, as raw little-endian float64.
 func writeMatrix(path string, x *mat.Dense) error {
 	r, c := x.Dims()
-	buf := make([]byte, 8*r*c)
+	data := make([]float64, 0, r*c)
 	for i := range r {
-		for j := range c {
-			binary.LittleEndian.PutUint64(buf[8*(i*c+j):], math.Float64bits(x.At(i, j)))
-		}
+		data = append(data, x.RawRowView(i)...)
 	}
-	return os.WriteFile(path, buf, 0o600)
+	return harness.WriteF64(path, data)
 }
 
 // runSciPy runs the Python side once over all problems and returns its

@@ -32,8 +32,6 @@
 package main
 
 import (
-	"bufio"
-	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -43,15 +41,12 @@ import (
 	"math"
 	"math/rand/v2"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime"
 	"slices"
-	"strings"
-	"syscall"
-	"time"
 
 	"github.com/permlab/permlab/ad"
+	"github.com/permlab/permlab/benchmarks/internal/harness"
 	"github.com/permlab/permlab/relax"
 )
 
@@ -115,24 +110,24 @@ func run(c config, w io.Writer) error {
 	py, why := startPython(c, dir)
 	if py == nil {
 		fmt.Fprintf(w, "PyTorch reference not run: %s\n\n", why)
-		goT, err := timeGo(st, c.warmup, c.reps)
+		goT, err := harness.Measure(st.timed(), c.warmup, c.reps)
 		if err != nil {
 			return err
 		}
 		table(w, c, goT, nil, "")
 		return nil
 	}
-	defer py.close()
-	fmt.Fprintf(w, "PyTorch %s, %d thread(s), %s\n\n", py.version, py.threads, c.python)
+	defer py.Close()
+	fmt.Fprintf(w, "PyTorch %s, %d thread(s), %s\n\n", py.Torch, py.Threads, c.python)
 	agree, err := compare(py, dir, s, grad)
 	if err != nil {
 		return err
 	}
-	goT, pyT, err := interleave(st, py, c.warmup, c.reps)
+	goT, pyT, err := harness.Interleave(st.timed(), py.Step, c.warmup, c.reps, 0)
 	if err != nil {
 		return err
 	}
-	table(w, c, *goT, pyT, agree)
+	table(w, c, goT, &pyT, agree)
 	return nil
 }
 
@@ -194,132 +189,42 @@ func writeProblem(dir string, c config, x, r []float64) error {
 	if err := os.WriteFile(filepath.Join(dir, "header.json"), b, 0o644); err != nil {
 		return err
 	}
-	if err := writeF64(filepath.Join(dir, "x.f64"), x); err != nil {
+	if err := harness.WriteF64(filepath.Join(dir, "x.f64"), x); err != nil {
 		return err
 	}
-	return writeF64(filepath.Join(dir, "r.f64"), r)
-}
-
-func writeF64(path string, data []float64) error {
-	buf := make([]byte, 8*len(data))
-	for i, v := range data {
-		binary.LittleEndian.PutUint64(buf[8*i:], math.Float64bits(v))
-	}
-	return os.WriteFile(path, buf, 0o644)
-}
-
-func readF64(path string, want int) ([]float64, error) {
-	buf, err := os.ReadFile(path)
-	if err != nil {
-		return nil, err
-	}
-	if len(buf) != 8*want {
-		return nil, fmt.Errorf("%s: %d bytes, want %d float64", path, len(buf), want)
-	}
-	out := make([]float64, want)
-	for i := range out {
-		out[i] = math.Float64frombits(binary.LittleEndian.Uint64(buf[8*i:]))
-	}
-	return out, nil
-}
-
-// python is the reference process in serve mode.
-type python struct {
-	cmd     *exec.Cmd
-	in      io.WriteCloser
-	out     *bufio.Scanner
-	version string
-	threads int
+	return harness.WriteF64(filepath.Join(dir, "r.f64"), r)
 }
 
 // startPython starts the reference, or returns nil and the reason why not.
-func startPython(c config, dir string) (*python, string) {
-	if _, err := os.Stat(c.python); err != nil {
-		return nil, fmt.Sprintf("no Python interpreter at %s (%v)", c.python, err)
-	}
-	if _, err := os.Stat(c.script); err != nil {
-		return nil, fmt.Sprintf("reference script %s not found (run from the repository root or set -script)", c.script)
-	}
-	cmd := exec.Command(c.python, c.script, dir, "--serve")
-	cmd.Stderr = os.Stderr
-	in, err := cmd.StdinPipe()
-	if err != nil {
+func startPython(c config, dir string) (*harness.Python, string) {
+	if err := harness.CheckPython(c.python, c.script); err != nil {
 		return nil, err.Error()
 	}
-	out, err := cmd.StdoutPipe()
+	py, err := harness.StartPython(c.python, c.script, dir, nil)
 	if err != nil {
-		return nil, err.Error()
-	}
-	if err := cmd.Start(); err != nil {
-		return nil, err.Error()
-	}
-	py := &python{cmd: cmd, in: in, out: bufio.NewScanner(out)}
-	var ready struct {
-		Ready   bool   `json:"ready"`
-		Torch   string `json:"torch"`
-		Threads int    `json:"threads"`
-		Error   string `json:"error"`
-	}
-	err = py.read(&ready)
-	if err == nil && !ready.Ready {
-		err = errors.New(ready.Error)
-	}
-	if err != nil {
-		py.close()
 		return nil, fmt.Sprintf("%s %s did not start: %v (is torch installed?)", c.python, c.script, err)
 	}
-	py.version, py.threads = ready.Torch, ready.Threads
 	return py, ""
-}
-
-func (py *python) read(v any) error {
-	if !py.out.Scan() {
-		if err := py.out.Err(); err != nil {
-			return err
-		}
-		return errors.New("reference exited")
-	}
-	return json.Unmarshal(py.out.Bytes(), v)
-}
-
-func (py *python) call(cmd string, v any) error {
-	if _, err := fmt.Fprintln(py.in, cmd); err != nil {
-		return err
-	}
-	return py.read(v)
-}
-
-func (py *python) close() {
-	fmt.Fprintln(py.in, "quit")
-	py.in.Close()
-	done := make(chan struct{})
-	go func() { py.cmd.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(10 * time.Second):
-		py.cmd.Process.Kill()
-		<-done
-	}
 }
 
 // compare checks that Go and PyTorch agree on S and on the gradient, and
 // returns a line describing the agreement.
-func compare(py *python, dir string, s, grad []float64) (string, error) {
+func compare(py *harness.Python, dir string, s, grad []float64) (string, error) {
 	var res struct {
 		Loss  float64 `json:"loss"`
 		Error string  `json:"error"`
 	}
-	if err := py.call("check", &res); err != nil {
+	if err := py.Call("check", &res); err != nil {
 		return "", err
 	}
 	if res.Error != "" {
 		return "", errors.New(res.Error)
 	}
-	ts, err := readF64(filepath.Join(dir, "s_torch.f64"), len(s))
+	ts, err := harness.ReadF64(filepath.Join(dir, "s_torch.f64"), len(s))
 	if err != nil {
 		return "", err
 	}
-	tg, err := readF64(filepath.Join(dir, "grad_torch.f64"), len(grad))
+	tg, err := harness.ReadF64(filepath.Join(dir, "grad_torch.f64"), len(grad))
 	if err != nil {
 		return "", err
 	}
@@ -337,102 +242,20 @@ func compare(py *python, dir string, s, grad []float64) (string, error) {
 	return line, nil
 }
 
-// times holds per-step wall and CPU times in milliseconds.
-type times struct{ wall, cpu []float64 }
-
-// cpuTime is the CPU time of this process so far, all threads.
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
-
-func ms(d time.Duration) float64 { return float64(d) / 1e6 }
-
-func (s *stepper) timed() (wall, cpu float64, err error) {
-	c0, w0 := cpuTime(), time.Now()
-	_, _, err = s.step()
-	return ms(time.Since(w0)), ms(cpuTime() - c0), err
-}
-
-func (py *python) timed() (wall, cpu float64, err error) {
-	var res struct{ Wall, CPU float64 }
-	if err := py.call("step", &res); err != nil {
-		return 0, 0, err
-	}
-	return 1e3 * res.Wall, 1e3 * res.CPU, nil
-}
-
-func timeGo(s *stepper, warmup, reps int) (times, error) {
-	var t times
-	for k := 0; k < warmup+reps; k++ {
-		wall, cpu, err := s.timed()
-		if err != nil {
-			return t, err
-		}
-		if k >= warmup {
-			t.wall = append(t.wall, wall)
-			t.cpu = append(t.cpu, cpu)
-		}
-	}
-	return t, nil
-}
-
-// interleave alternates Go and PyTorch steps, swapping which goes first.
-func interleave(s *stepper, py *python, warmup, reps int) (goT, pyT *times, err error) {
-	goT, pyT = new(times), new(times)
-	for k := 0; k < warmup+reps; k++ {
-		sides := []func() (float64, float64, error){s.timed, py.timed}
-		dst := []*times{goT, pyT}
-		if k%2 == 1 {
-			sides[0], sides[1] = sides[1], sides[0]
-			dst[0], dst[1] = dst[1], dst[0]
-		}
-		for i, f := range sides {
-			wall, cpu, err := f()
-			if err != nil {
-				return nil, nil, err
-			}
-			if k >= warmup {
-				dst[i].wall = append(dst[i].wall, wall)
-				dst[i].cpu = append(dst[i].cpu, cpu)
-			}
-		}
-	}
-	return goT, pyT, nil
-}
-
-func median(x []float64) float64 {
-	y := slices.Clone(x)
-	slices.Sort(y)
-	n := len(y)
-	if n%2 == 1 {
-		return y[n/2]
-	}
-	return (y[n/2-1] + y[n/2]) / 2
-}
-
-// loadAvg returns the 1-minute load average, or "?".
-func loadAvg() string {
-	b, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
-		return "?"
-	}
-	f := strings.Fields(string(b))
-	if len(f) == 0 {
-		return "?"
-	}
-	return f[0]
+// timed is the Go step as a harness.Step.
+func (s *stepper) timed() harness.Step {
+	return harness.Timed(func() error {
+		_, _, err := s.step()
+		return err
+	})
 }
 
 // table prints the medians as markdown; pyT may be nil.
-func table(w io.Writer, c config, goT times, pyT *times, agree string) {
+func table(w io.Writer, c config, goT harness.Times, pyT *harness.Times, agree string) {
 	fmt.Fprintf(w, "| implementation | median wall (ms) | median CPU (ms) |\n|---|---:|---:|\n")
-	gw, gc := median(goT.wall), median(goT.cpu)
+	gw, gc := harness.Median(goT.Wall), harness.Median(goT.CPU)
 	if pyT != nil {
-		pw, pc := median(pyT.wall), median(pyT.cpu)
+		pw, pc := harness.Median(pyT.Wall), harness.Median(pyT.CPU)
 		fmt.Fprintf(w, "| PyTorch log-domain loop + autograd | %.2f | %.2f |\n", pw, pc)
 		fmt.Fprintf(w, "| permlab relax.SinkhornVar | %.2f | %.2f |\n", gw, gc)
 		fmt.Fprintf(w, "| ratio PyTorch / Go | %.1f× | %.1f× |\n", pw/gw, pc/gc)
@@ -440,7 +263,7 @@ func table(w io.Writer, c config, goT times, pyT *times, agree string) {
 		fmt.Fprintf(w, "| permlab relax.SinkhornVar | %.2f | %.2f |\n", gw, gc)
 	}
 	fmt.Fprintf(w, "\n%d timed steps per side after %d warm-up steps; load average %s on %d CPUs.\n",
-		c.reps, c.warmup, loadAvg(), runtime.NumCPU())
+		c.reps, c.warmup, harness.LoadAvg(1), runtime.NumCPU())
 	if agree != "" {
 		fmt.Fprintln(w, agree)
 	}

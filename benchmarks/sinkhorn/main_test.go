@@ -49,8 +49,3 @@ func TestRunRejectsBadConfig(t *testing.T) {
 	c.n = 0
 	assert.Error(t, run(c, &bytes.Buffer{}))
 }
-
-func TestMedian(t *testing.T) {
-	assert.Equal(t, 2.0, median([]float64{3, 1, 2}))
-	assert.Equal(t, 2.5, median([]float64{4, 1, 3, 2}))
-}
