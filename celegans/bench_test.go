@@ -24,7 +24,7 @@ const (
 )
 
 // benchProblem simulates the benchmark's problem.
-func benchProblem(b *testing.B) *celegans.Problem {
+func benchProblem(b testing.TB) *celegans.Problem {
 	b.Helper()
 	c, err := celegans.Synthetic(benchNeurons, benchSeed)
 	if err != nil {

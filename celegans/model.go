@@ -194,6 +194,12 @@ type Model struct {
 	sxx  []*f64.Packed // full (both triangles) Sxx per worm, packed for f64.Gemm
 	trYY []float64     // tr Syy per worm
 	cols [][][]int     // allowed columns of each row, per worm: P's sparsity
+	rows [][][]int     // allowed rows of each column, per worm
+
+	// W's support grouped by row and by column: for row r the columns
+	// wRowCol[r] at support indices wRowX[r]; for column c the rows
+	// wColRow[c] at support indices wColX[c].
+	wRowCol, wRowX, wColRow, wColX [][]int
 }
 
 // NewModel returns the model of p.
@@ -211,48 +217,53 @@ func NewModel(p *Problem) *Model {
 		m.trYY = append(m.trYY, tr)
 	}
 	for _, mk := range p.Masks {
+		cols := make([][]int, n)
 		rows := make([][]int, n)
-		for i := range rows {
-			rows[i] = mk.Row(i)
+		for i := range cols {
+			cols[i] = mk.Row(i)
+			for _, c := range cols[i] {
+				rows[c] = append(rows[c], i)
+			}
 		}
-		m.cols = append(m.cols, rows)
+		m.cols = append(m.cols, cols)
+		m.rows = append(m.rows, rows)
+	}
+	m.wRowCol, m.wRowX = make([][]int, n), make([][]int, n)
+	m.wColRow, m.wColX = make([][]int, n), make([][]int, n)
+	for x, rc := range p.support {
+		r, c := rc[0], rc[1]
+		m.wRowCol[r], m.wRowX[r] = append(m.wRowCol[r], c), append(m.wRowX[r], x)
+		m.wColRow[c], m.wColX[c] = append(m.wColRow[c], r), append(m.wColX[c], x)
 	}
 	return m
 }
 
 // The relaxed P_j is zero off its candidate mask (forbidden logits are −∞),
 // so the products with P run over the allowed entries only: P·B, Pᵀ·Ā and
-// the entries of Ā·Bᵀ cost O(nnz(P)·N) instead of O(N³).
+// the entries of Ā·Bᵀ cost O(nnz(P)·N) instead of O(N³). The products with
+// the sparse W cost O(|support|·N). Each is a sum of scaled rows
+// (f64.AxpyGather) or a set of dot products with selected rows
+// (f64.DotGather).
 
-// sparseMul sets a = P·b for P with the given row supports.
-func sparseMul(p, b, a []float64, cols [][]int, n int) {
-	clear(a)
-	for i, cs := range cols {
-		ai := a[i*n : (i+1)*n]
-		for _, c := range cs {
-			axpy(p[i*n+c], b[c*n:(c+1)*n], ai)
+// gatherRows sets dst[i,:] = Σ_t coef(i, t)·src[idx[i][t],:] for every row
+// i of the n×n dst, where coef(i, t) = vals[i·n + idx[i][t]], or, when vals
+// is nil, w[xs[i][t]]. coef is scratch of length ≥ n.
+func gatherRows(dst, src []float64, n int, idx [][]int, vals []float64, w []float64, xs [][]int, coef []float64) {
+	for i, cs := range idx {
+		di := dst[i*n : (i+1)*n]
+		clear(di)
+		k := coef[:len(cs)]
+		if vals != nil {
+			row := vals[i*n : (i+1)*n]
+			for t, c := range cs {
+				k[t] = row[c]
+			}
+		} else {
+			for t, x := range xs[i] {
+				k[t] = w[x]
+			}
 		}
-	}
-}
-
-// sparseTMul sets gb = Pᵀ·ga.
-func sparseTMul(p, ga, gb []float64, cols [][]int, n int) {
-	clear(gb)
-	for i, cs := range cols {
-		gi := ga[i*n : (i+1)*n]
-		for _, c := range cs {
-			axpy(p[i*n+c], gi, gb[c*n:(c+1)*n])
-		}
-	}
-}
-
-// sparseABt adds (ga·bᵀ)[i][c] to gp on the allowed entries only.
-func sparseABt(ga, b, gp []float64, cols [][]int, n int) {
-	for i, cs := range cols {
-		gi := ga[i*n : (i+1)*n]
-		for _, c := range cs {
-			gp[i*n+c] += dot(gi, b[c*n:(c+1)*n])
-		}
+		f64.AxpyGather(di, k, src, n, cs)
 	}
 }
 
@@ -275,6 +286,7 @@ func (m *Model) LogLik(t *ad.Tape, z vi.Sample) *ad.Var {
 // pairState holds the buffers of one (sample, worm) term of the likelihood.
 type pairState struct {
 	pt, bm, as, a []float64 // Pᵀ, W Pᵀ, A·Sxx, A
+	coef          []float64 // scratch, N
 }
 
 func (m *Model) logLikOp(t *ad.Tape, pv, wv *ad.Var, kk int) *ad.Var {
@@ -286,7 +298,7 @@ func (m *Model) logLikOp(t *ad.Tape, pv, wv *ad.Var, kk int) *ad.Var {
 	// before the terms are computed in parallel.
 	states := make([]pairState, kk*b)
 	for q := range states {
-		states[q] = pairState{pt: t.Alloc(nn), bm: t.Alloc(nn), as: t.Alloc(nn), a: t.Alloc(nn)}
+		states[q] = pairState{pt: t.Alloc(nn), bm: t.Alloc(nn), as: t.Alloc(nn), a: t.Alloc(nn), coef: t.Alloc(n)}
 	}
 	terms := make([]float64, kk*b)
 	pval, wval := pv.Value(), wv.Value()
@@ -305,11 +317,9 @@ func (m *Model) logLikOp(t *ad.Tape, pv, wv *ad.Var, kk int) *ad.Var {
 				st.pt[c*n+i] = p[i*n+c]
 			}
 		}
-		clear(st.bm)
-		for x, rc := range m.P.support {
-			axpy(w[x], st.pt[rc[1]*n:(rc[1]+1)*n], st.bm[rc[0]*n:(rc[0]+1)*n])
-		}
-		sparseMul(p, st.bm, a, m.cols[j], n)
+		// B = W Pᵀ, then A = P B.
+		gatherRows(st.bm, st.pt, n, m.wRowCol, nil, w, m.wRowX, st.coef)
+		gatherRows(a, st.bm, n, m.cols[j], p, nil, nil, st.coef)
 		f64.Gemm(n, a, m.sxx[j], st.as)
 		syx := s.Syx.RawMatrix().Data
 		var cross, quad float64
@@ -336,29 +346,37 @@ func (m *Model) logLikOp(t *ad.Tape, pv, wv *ad.Var, kk int) *ad.Var {
 			for i := range ga {
 				ga[i] = c * (syx[i] - ga[i])
 			}
-			p := pval[q*nn : (q+1)*nn]
+			tmp := st.coef
 			if gp != nil {
 				// P̄ += Ā Bᵀ (from A = P B), on P's support.
-				sparseABt(ga, st.bm, gp[q*nn:(q+1)*nn], m.cols[j], n)
+				dst := gp[q*nn : (q+1)*nn]
+				for i, cs := range m.cols[j] {
+					f64.DotGather(tmp, ga[i*n:(i+1)*n], st.bm, n, cs)
+					for t, c := range cs {
+						dst[i*n+c] += tmp[t]
+					}
+				}
 			}
-			// B̄ = Pᵀ Ā, stored in bm (B is no longer needed).
+			// B̄ = Pᵀ Ā, stored in bm (B is no longer needed); the
+			// entries of Pᵀ are those of pt.
 			gb := st.bm
-			sparseTMul(p, ga, gb, m.cols[j], n)
+			gatherRows(gb, ga, n, m.rows[j], st.pt, nil, nil, st.coef)
 			w := wval[k*e : (k+1)*e]
 			if gw != nil {
+				// W̄[r][c] = B̄[r] · (Pᵀ)[c].
 				gwq := make([]float64, e)
-				for x, rc := range m.P.support {
-					gwq[x] = dot(gb[rc[0]*n:(rc[0]+1)*n], st.pt[rc[1]*n:(rc[1]+1)*n])
+				for r, cs := range m.wRowCol {
+					f64.DotGather(tmp, gb[r*n:(r+1)*n], st.pt, n, cs)
+					for t, x := range m.wRowX[r] {
+						gwq[x] = tmp[t]
+					}
 				}
 				gwPair[q] = gwq
 			}
 			if gp != nil {
-				// (Pᵀ)̄[c'] += W[c][c'] B̄[c], then P̄ += its transpose.
+				// (Pᵀ)̄[c] = Σ_r W[r][c] B̄[r], then P̄ += its transpose.
 				gpt := st.pt
-				clear(gpt)
-				for x, rc := range m.P.support {
-					axpy(w[x], gb[rc[0]*n:(rc[0]+1)*n], gpt[rc[1]*n:(rc[1]+1)*n])
-				}
+				gatherRows(gpt, gb, n, m.wColRow, nil, w, m.wColX, st.coef)
 				dst := gp[q*nn : (q+1)*nn]
 				for r, cs := range m.cols[j] {
 					for _, cc := range cs {
@@ -406,9 +424,3 @@ func parallel(n int, f func(int)) {
 	close(next)
 	wg.Wait()
 }
-
-// axpy adds a·x to y.
-func axpy(a float64, x, y []float64) { f64.Axpy(a, x, y) }
-
-// dot returns x·y.
-func dot(x, y []float64) float64 { return f64.Dot(x, y) }

@@ -17,3 +17,13 @@ func dotAsm(x, y []float64) float64
 //
 //go:noescape
 func kern4x8(k int, a *float64, lda int, b *float64, c *float64, ldc int)
+
+// axpy4Asm adds a[0]·x0 + … + a[3]·x3 to y, n entries each.
+//
+//go:noescape
+func axpy4Asm(n int, a *[4]float64, x0, x1, x2, x3, y *float64)
+
+// dot4Asm sets out[j] to the dot product of x with yj, n entries each.
+//
+//go:noescape
+func dot4Asm(n int, x, y0, y1, y2, y3 *float64, out *[4]float64)

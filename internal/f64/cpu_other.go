@@ -9,3 +9,10 @@ func dotAsm(x, y []float64) float64     { panic("f64: no assembly on this archit
 func kern4x8(k int, a *float64, lda int, b *float64, c *float64, ldc int) {
 	panic("f64: no assembly on this architecture")
 }
+
+func axpy4Asm(n int, a *[4]float64, x0, x1, x2, x3, y *float64) {
+	panic("f64: no assembly on this architecture")
+}
+func dot4Asm(n int, x, y0, y1, y2, y3 *float64, out *[4]float64) {
+	panic("f64: no assembly on this architecture")
+}

@@ -183,3 +183,122 @@ func BenchmarkGemm279(b *testing.B) {
 		}
 	})
 }
+
+func TestGather(t *testing.T) {
+	paths(t, func(t *testing.T) {
+		rng := rand.New(rand.NewPCG(5, 6))
+		const rows, stride = 13, 37
+		b := randVec(rng, rows*stride)
+		for n := 0; n <= 37; n++ {
+			for _, cnt := range []int{0, 1, 3, 4, 5, 8, 11} {
+				idx := make([]int, cnt)
+				for i := range idx {
+					idx[i] = rng.IntN(rows) // repeats allowed
+				}
+				coef := randVec(rng, cnt)
+				y := randVec(rng, n)
+				want := append([]float64(nil), y...)
+				scale := make([]float64, n)
+				for i := range want {
+					scale[i] = math.Abs(want[i])
+					for k, r := range idx {
+						want[i] += coef[k] * b[r*stride+i]
+						scale[i] += math.Abs(coef[k] * b[r*stride+i])
+					}
+				}
+				AxpyGather(y, coef, b, stride, idx)
+				for i := range y {
+					if !closeTo(y[i], want[i], scale[i]) {
+						t.Fatalf("AxpyGather n=%d cnt=%d: y[%d] = %v, want %v", n, cnt, i, y[i], want[i])
+					}
+				}
+				x := randVec(rng, n)
+				dst := randVec(rng, cnt+2)
+				DotGather(dst, x, b, stride, idx)
+				for k, r := range idx {
+					var want, scale float64
+					for i := range x {
+						want += x[i] * b[r*stride+i]
+						scale += math.Abs(x[i] * b[r*stride+i])
+					}
+					if !closeTo(dst[k], want, scale) {
+						t.Fatalf("DotGather n=%d cnt=%d: dst[%d] = %v, want %v", n, cnt, k, dst[k], want)
+					}
+				}
+			}
+		}
+	})
+}
+
+// With the assembly kernels, AxpyGather rounds exactly as successive Axpy
+// calls do (one fused multiply-add per term, in order).
+func TestAxpyGatherMatchesAxpy(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	const n = 41
+	b := randVec(rng, 9*n)
+	idx := []int{3, 0, 8, 8, 1, 5, 2}
+	coef := randVec(rng, len(idx))
+	y1 := randVec(rng, n)
+	y2 := append([]float64(nil), y1...)
+	AxpyGather(y1, coef, b, n, idx)
+	for k, r := range idx {
+		Axpy(coef[k], b[r*n:(r+1)*n], y2)
+	}
+	if !floats.Equal(y1, y2) {
+		t.Fatalf("AxpyGather differs from successive Axpy calls")
+	}
+}
+
+func TestGatherPanics(t *testing.T) {
+	for name, f := range map[string]func(){
+		"coef":  func() { AxpyGather(make([]float64, 2), []float64{1}, make([]float64, 4), 2, []int{0, 1}) },
+		"range": func() { AxpyGather(make([]float64, 2), []float64{1}, make([]float64, 4), 2, []int{2}) },
+		"dst":   func() { DotGather(make([]float64, 1), make([]float64, 2), make([]float64, 4), 2, []int{0, 1}) },
+	} {
+		func() {
+			defer func() {
+				if recover() == nil {
+					t.Errorf("%s: no panic", name)
+				}
+			}()
+			f()
+		}()
+	}
+}
+
+func BenchmarkGather279x99(b *testing.B) {
+	const n, cnt = 279, 99
+	rng := rand.New(rand.NewPCG(1, 1))
+	m := randVec(rng, n*n)
+	idx := make([]int, cnt)
+	for i := range idx {
+		idx[i] = rng.IntN(n)
+	}
+	coef, y, dst := randVec(rng, cnt), randVec(rng, n), make([]float64, cnt)
+	benchPaths(b, func(b *testing.B) {
+		b.Run("axpy", func(b *testing.B) {
+			for b.Loop() {
+				AxpyGather(y, coef, m, n, idx)
+			}
+		})
+		b.Run("dot", func(b *testing.B) {
+			for b.Loop() {
+				DotGather(dst, y, m, n, idx)
+			}
+		})
+		b.Run("axpy-loop", func(b *testing.B) {
+			for b.Loop() {
+				for k, r := range idx {
+					Axpy(coef[k]*1e-12, m[r*n:(r+1)*n], y)
+				}
+			}
+		})
+		b.Run("dot-loop", func(b *testing.B) {
+			for b.Loop() {
+				for k, r := range idx {
+					dst[k] = Dot(y, m[r*n:(r+1)*n])
+				}
+			}
+		})
+	})
+}

@@ -177,3 +177,138 @@ kern_store:
 	VMOVUPD Y7, 32(DI)
 	VZEROUPPER
 	RET
+
+// func axpy4Asm(n int, a *[4]float64, x0, x1, x2, x3, y *float64)
+// y[i] += a[0]*x0[i] + a[1]*x1[i] + a[2]*x2[i] + a[3]*x3[i] for i < n, as
+// four fused multiply-adds in that order (the same rounding as four
+// successive axpyAsm calls).
+TEXT ·axpy4Asm(SB), NOSPLIT, $0-56
+	MOVQ         n+0(FP), CX
+	MOVQ         a+8(FP), AX
+	VBROADCASTSD (AX), Y0
+	VBROADCASTSD 8(AX), Y1
+	VBROADCASTSD 16(AX), Y2
+	VBROADCASTSD 24(AX), Y3
+	MOVQ         x0+16(FP), R8
+	MOVQ         x1+24(FP), R9
+	MOVQ         x2+32(FP), R10
+	MOVQ         x3+40(FP), R11
+	MOVQ         y+48(FP), DI
+	XORQ         SI, SI
+	MOVQ         CX, BX
+	ANDQ         $-4, BX
+	JE           a4_tail
+
+a4_loop:
+	VMOVUPD     (DI)(SI*8), Y4
+	VFMADD231PD (R8)(SI*8), Y0, Y4
+	VFMADD231PD (R9)(SI*8), Y1, Y4
+	VFMADD231PD (R10)(SI*8), Y2, Y4
+	VFMADD231PD (R11)(SI*8), Y3, Y4
+	VMOVUPD     Y4, (DI)(SI*8)
+	ADDQ        $4, SI
+	CMPQ        SI, BX
+	JL          a4_loop
+
+a4_tail:
+	CMPQ        SI, CX
+	JGE         a4_done
+	VMOVSD      (DI)(SI*8), X4
+	VFMADD231SD (R8)(SI*8), X0, X4
+	VFMADD231SD (R9)(SI*8), X1, X4
+	VFMADD231SD (R10)(SI*8), X2, X4
+	VFMADD231SD (R11)(SI*8), X3, X4
+	VMOVSD      X4, (DI)(SI*8)
+	INCQ        SI
+	JMP         a4_tail
+
+a4_done:
+	VZEROUPPER
+	RET
+
+// func dot4Asm(n int, x, y0, y1, y2, y3 *float64, out *[4]float64)
+// out[j] = sum over i < n of x[i]*yj[i], for j < 4.
+TEXT ·dot4Asm(SB), NOSPLIT, $0-56
+	MOVQ   n+0(FP), CX
+	MOVQ   x+8(FP), DX
+	MOVQ   y0+16(FP), R8
+	MOVQ   y1+24(FP), R9
+	MOVQ   y2+32(FP), R10
+	MOVQ   y3+40(FP), R11
+	MOVQ   out+48(FP), DI
+	VXORPD Y0, Y0, Y0
+	VXORPD Y1, Y1, Y1
+	VXORPD Y2, Y2, Y2
+	VXORPD Y3, Y3, Y3
+	VXORPD Y4, Y4, Y4
+	VXORPD Y5, Y5, Y5
+	VXORPD Y6, Y6, Y6
+	VXORPD Y7, Y7, Y7
+	XORQ   SI, SI
+	MOVQ   CX, BX
+	ANDQ   $-8, BX
+	JE     d4_tail4
+
+d4_loop8:
+	VMOVUPD     (DX)(SI*8), Y8
+	VMOVUPD     32(DX)(SI*8), Y9
+	VFMADD231PD (R8)(SI*8), Y8, Y0
+	VFMADD231PD 32(R8)(SI*8), Y9, Y4
+	VFMADD231PD (R9)(SI*8), Y8, Y1
+	VFMADD231PD 32(R9)(SI*8), Y9, Y5
+	VFMADD231PD (R10)(SI*8), Y8, Y2
+	VFMADD231PD 32(R10)(SI*8), Y9, Y6
+	VFMADD231PD (R11)(SI*8), Y8, Y3
+	VFMADD231PD 32(R11)(SI*8), Y9, Y7
+	ADDQ        $8, SI
+	CMPQ        SI, BX
+	JL          d4_loop8
+
+d4_tail4:
+	MOVQ        CX, BX
+	ANDQ        $-4, BX
+	CMPQ        SI, BX
+	JGE         d4_reduce
+	VMOVUPD     (DX)(SI*8), Y8
+	VFMADD231PD (R8)(SI*8), Y8, Y0
+	VFMADD231PD (R9)(SI*8), Y8, Y1
+	VFMADD231PD (R10)(SI*8), Y8, Y2
+	VFMADD231PD (R11)(SI*8), Y8, Y3
+	ADDQ        $4, SI
+
+d4_reduce:
+	VADDPD       Y4, Y0, Y0
+	VADDPD       Y5, Y1, Y1
+	VADDPD       Y6, Y2, Y2
+	VADDPD       Y7, Y3, Y3
+	VEXTRACTF128 $1, Y0, X8
+	VADDPD       X8, X0, X0
+	VHADDPD      X0, X0, X0
+	VEXTRACTF128 $1, Y1, X8
+	VADDPD       X8, X1, X1
+	VHADDPD      X1, X1, X1
+	VEXTRACTF128 $1, Y2, X8
+	VADDPD       X8, X2, X2
+	VHADDPD      X2, X2, X2
+	VEXTRACTF128 $1, Y3, X8
+	VADDPD       X8, X3, X3
+	VHADDPD      X3, X3, X3
+
+d4_tail1:
+	CMPQ        SI, CX
+	JGE         d4_done
+	VMOVSD      (DX)(SI*8), X8
+	VFMADD231SD (R8)(SI*8), X8, X0
+	VFMADD231SD (R9)(SI*8), X8, X1
+	VFMADD231SD (R10)(SI*8), X8, X2
+	VFMADD231SD (R11)(SI*8), X8, X3
+	INCQ        SI
+	JMP         d4_tail1
+
+d4_done:
+	VMOVSD X0, (DI)
+	VMOVSD X1, 8(DI)
+	VMOVSD X2, 16(DI)
+	VMOVSD X3, 24(DI)
+	VZEROUPPER
+	RET
