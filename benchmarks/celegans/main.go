@@ -72,7 +72,7 @@ type config struct {
 	sigmaW, wStd0, lr        float64
 	seed                     uint64
 	threads                  int
-	warmup, reps             int
+	warmup, reps, block      int
 	python, script           string
 	keep, spin               bool
 }
@@ -103,7 +103,8 @@ func main() {
 	flag.Uint64Var(&c.seed, "seed", 1, "seed of the simulation, the initial parameters and the noise")
 	flag.IntVar(&c.threads, "threads", 2, "threads on both sides (GOMAXPROCS, torch.set_num_threads)")
 	flag.IntVar(&c.warmup, "warmup", 3, "untimed steps on each side before timing")
-	flag.IntVar(&c.reps, "reps", 10, "timed steps on each side")
+	flag.IntVar(&c.reps, "reps", 12, "timed steps on each side")
+	flag.IntVar(&c.block, "block", 4, "steps each side runs in a row before the other side runs; the first of each block is not timed (1: alternate single steps, every one timed)")
 	flag.StringVar(&c.python, "python", "/usr/bin/python3", "Python interpreter with torch")
 	flag.StringVar(&c.script, "script", filepath.Join("benchmarks", "celegans", "step_torch.py"), "the PyTorch reference")
 	flag.BoolVar(&c.keep, "keep", false, "keep the data directory")
@@ -112,8 +113,8 @@ func main() {
 	flag.Parse()
 	s := celegans.DefaultSettings()
 	c.sigmaW, c.wStd0 = s.SigmaW, s.WStd0
-	if c.threads < 1 || c.reps < 1 || c.warmup < 0 {
-		log.Fatalf("need -threads >= 1, -reps >= 1, -warmup >= 0")
+	if c.threads < 1 || c.reps < 1 || c.warmup < 0 || c.block < 1 {
+		log.Fatalf("need -threads >= 1, -reps >= 1, -warmup >= 0, -block >= 1")
 	}
 	runtime.GOMAXPROCS(c.threads)
 	if err := run(c, *masked); err != nil {
@@ -182,13 +183,22 @@ func run(c config, masked bool) error {
 		return err
 	}
 
-	pyT, goT, err := harness.Interleave(py.Step, harness.Timed(st.step), c.warmup, c.reps, pause)
+	// Rounds of c.block steps per side, c.block-1 of them timed.
+	timedPerBlock := max(c.block-1, 1)
+	rounds := (c.reps + timedPerBlock - 1) / timedPerBlock
+	warmRounds := (c.warmup + c.block - 1) / c.block
+	pyT, goT, err := harness.InterleaveBlocks(py.Step, harness.Timed(st.step), warmRounds, rounds, c.block, pause)
 	if err != nil {
 		return err
 	}
 	gw, pw := harness.Median(goT.Wall), harness.Median(pyT.Wall)
 	gc, pc := harness.Median(goT.CPU), harness.Median(pyT.CPU)
-	fmt.Printf("\nTimes are medians over %d steps per side after %d warm-up steps, measured interleaved (one PyTorch step, one Go step, alternating which goes first) so that load from other processes affects both alike. Load average at the end: %s.\n\n", c.reps, c.warmup, harness.LoadAvg(3))
+	if c.block > 1 {
+		fmt.Printf("\nTimes are medians over %d steps per side, measured interleaved in blocks: %d PyTorch steps in a row, then %d Go steps, alternating which side goes first, with a %v pause after each block; the first step of each block is not timed, so both sides are measured as they run in a training loop. Load from other processes affects both alike. %d warm-up round(s) first. Load average at the end: %s.\n\n",
+			len(goT.Wall), c.block, c.block, pause, warmRounds, harness.LoadAvg(3))
+	} else {
+		fmt.Printf("\nTimes are medians over %d steps per side after %d warm-up steps, measured interleaved (one PyTorch step, one Go step, alternating which goes first, a %v pause after each) so that load from other processes affects both alike. Load average at the end: %s.\n\n", c.reps, c.warmup, pause, harness.LoadAvg(3))
+	}
 	fmt.Printf("| setting | threads | Go ms/step | PyTorch ms/step | ratio (torch/go) |\n|---|---|---|---|---|\n")
 	fmt.Printf("| %s, wall | %d | %.1f | %.1f | %.2f |\n", setting, c.threads, gw, pw, pw/gw)
 	fmt.Printf("| %s, CPU | %d | %.1f | %.1f | %.2f |\n", setting, c.threads, gc, pc, pc/gc)

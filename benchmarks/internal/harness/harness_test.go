@@ -72,6 +72,29 @@ func TestInterleave(t *testing.T) {
 	assert.Equal(t, []float64{2, 2, 2}, tb.CPU)
 }
 
+func TestInterleaveBlocks(t *testing.T) {
+	var calls []float64
+	ta, tb, err := InterleaveBlocks(counter(1, &calls), counter(2, &calls), 1, 2, 3, 0)
+	require.NoError(t, err)
+	assert.Equal(t, []float64{1, 1, 1, 2, 2, 2, 2, 2, 2, 1, 1, 1, 1, 1, 1, 2, 2, 2}, calls,
+		"blocks of 3, a first in even rounds")
+	assert.Equal(t, []float64{5, 6, 8, 9}, ta.Wall, "first step of each block and the warm-up round untimed")
+	assert.Equal(t, []float64{5, 6, 8, 9}, tb.Wall)
+
+	var c1, c2 []float64
+	a1, b1, err1 := InterleaveBlocks(counter(1, &c1), counter(2, &c1), 1, 3, 1, 0)
+	a2, b2, err2 := Interleave(counter(1, &c2), counter(2, &c2), 1, 3, 0)
+	require.NoError(t, err1)
+	require.NoError(t, err2)
+	assert.Equal(t, c2, c1, "block 1 is Interleave")
+	assert.Equal(t, a2, a1)
+	assert.Equal(t, b2, b1)
+
+	boom := errors.New("boom")
+	_, _, err = InterleaveBlocks(counter(1, &calls), func() (float64, float64, error) { return 0, 0, boom }, 0, 1, 2, 0)
+	assert.ErrorIs(t, err, boom)
+}
+
 func TestTimed(t *testing.T) {
 	wall, cpu, err := Timed(func() error {
 		time.Sleep(5 * time.Millisecond)

@@ -84,6 +84,41 @@ func Interleave(a, b Step, warmup, reps int, pause time.Duration) (ta, tb Times,
 	return ta, tb, nil
 }
 
+// InterleaveBlocks runs warmup+reps rounds of block consecutive steps of a
+// and block consecutive steps of b, a first in even rounds and b first in
+// odd ones, sleeping for pause after each block. Within a block the steps
+// run back to back, as in a training loop; the first step of a block is
+// not timed when block > 1, since it pays for waking threads (and, on a
+// virtual machine, CPUs) that went idle during the pause. It returns the
+// times of the timed steps of the last reps rounds. Block 1 is Interleave.
+func InterleaveBlocks(a, b Step, warmup, reps, block int, pause time.Duration) (ta, tb Times, err error) {
+	if block <= 1 {
+		return Interleave(a, b, warmup, reps, pause)
+	}
+	for i := 0; i < warmup+reps; i++ {
+		steps, dst := [2]Step{a, b}, [2]*Times{&ta, &tb}
+		if i%2 == 1 {
+			steps[0], steps[1] = steps[1], steps[0]
+			dst[0], dst[1] = dst[1], dst[0]
+		}
+		for j, s := range steps {
+			for k := 0; k < block; k++ {
+				wall, cpu, err := s()
+				if err != nil {
+					return ta, tb, err
+				}
+				if i >= warmup && k > 0 {
+					dst[j].add(wall, cpu)
+				}
+			}
+			if pause > 0 {
+				time.Sleep(pause)
+			}
+		}
+	}
+	return ta, tb, nil
+}
+
 // Median returns the median of x, which must not be empty; x is not
 // modified.
 func Median(x []float64) float64 {
