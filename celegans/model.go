@@ -180,9 +180,10 @@ func (p *Problem) Accuracy(perms []perm.Perm) (all, unknown float64, err error) 
 //
 //	log p(Y_j | P_j, W) = −(1/2η²) [tr Syy − 2 tr(A Syxᵀ) + tr(A Sxx Aᵀ)] − (T−1)(N/2) log 2πη²
 //
-// with A = P_j W P_jᵀ. It costs four N×N matrix products per worm and
-// sample (two forward, two backward) whatever T is; the sparse W enters
-// through products that cost O(|support|·N).
+// with A = P_j W P_jᵀ. Its cost does not depend on T: per worm and sample,
+// one dense N×N×N product (A·Sxx, against Sxx packed once), products with
+// P_j that cost O(nnz(P_j)·N) (below), and products with the sparse W that
+// cost O(|support|·N); the backward pass costs about as much again.
 //
 // It implements vi.Model with the sites "P" (shape (K, worms, N, N)) and
 // "W" (shape (K, |support|)). Entries of P off worm j's candidate mask are
