@@ -6,6 +6,7 @@ import (
 	"runtime"
 	"sync"
 
+	"gonum.org/v1/gonum/floats"
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/permlab/permlab/ad"
@@ -246,26 +247,38 @@ func NewModel(p *Problem) *Model {
 // (f64.AxpyGather) or a set of dot products with selected rows
 // (f64.DotGather).
 
-// gatherRows sets dst[i,:] = Σ_t coef(i, t)·src[idx[i][t],:] for every row
-// i of the n×n dst, where coef(i, t) = vals[i·n + idx[i][t]], or, when vals
-// is nil, w[xs[i][t]]. coef is scratch of length ≥ n.
-func gatherRows(dst, src []float64, n int, idx [][]int, vals []float64, w []float64, xs [][]int, coef []float64) {
+// rowSums sets dst[i,:] = Σ_t k_t·src[idx[i][t],:] for every row i of the
+// n×n dst, with the coefficients k (scratch of length ≥ n) filled by
+// coef(i, k) for row i.
+func rowSums(dst, src []float64, n int, idx [][]int, scratch []float64, coef func(i int, k []float64)) {
 	for i, cs := range idx {
 		di := dst[i*n : (i+1)*n]
 		clear(di)
-		k := coef[:len(cs)]
-		if vals != nil {
-			row := vals[i*n : (i+1)*n]
-			for t, c := range cs {
-				k[t] = row[c]
-			}
-		} else {
-			for t, x := range xs[i] {
-				k[t] = w[x]
-			}
-		}
+		k := scratch[:len(cs)]
+		coef(i, k)
 		f64.AxpyGather(di, k, src, n, cs)
 	}
+}
+
+// matRowSums is rowSums with coefficients vals[i·n + idx[i][t]]: the
+// product M·src for the n×n M that is zero off idx and equals vals on it.
+func matRowSums(dst, src []float64, n int, idx [][]int, vals, scratch []float64) {
+	rowSums(dst, src, n, idx, scratch, func(i int, k []float64) {
+		row := vals[i*n : (i+1)*n]
+		for t, c := range idx[i] {
+			k[t] = row[c]
+		}
+	})
+}
+
+// weightRowSums is rowSums with coefficients w[xs[i][t]]: the product of
+// the sparse W (or Wᵀ, by the grouping of idx and xs) with src.
+func weightRowSums(dst, src []float64, n int, idx, xs [][]int, w, scratch []float64) {
+	rowSums(dst, src, n, idx, scratch, func(i int, k []float64) {
+		for t, x := range xs[i] {
+			k[t] = w[x]
+		}
+	})
 }
 
 // LogLik implements vi.Model.
@@ -288,6 +301,7 @@ func (m *Model) LogLik(t *ad.Tape, z vi.Sample) *ad.Var {
 type pairState struct {
 	pt, bm, as, a []float64 // Pᵀ, W Pᵀ, A·Sxx, A
 	coef          []float64 // scratch, N
+	gw            []float64 // this term's W̄, |support|
 }
 
 func (m *Model) logLikOp(t *ad.Tape, pv, wv *ad.Var, kk int) *ad.Var {
@@ -299,7 +313,7 @@ func (m *Model) logLikOp(t *ad.Tape, pv, wv *ad.Var, kk int) *ad.Var {
 	// before the terms are computed in parallel.
 	states := make([]pairState, kk*b)
 	for q := range states {
-		states[q] = pairState{pt: t.Alloc(nn), bm: t.Alloc(nn), as: t.Alloc(nn), a: t.Alloc(nn), coef: t.Alloc(n)}
+		states[q] = pairState{pt: t.Alloc(nn), bm: t.Alloc(nn), as: t.Alloc(nn), a: t.Alloc(nn), coef: t.Alloc(n), gw: t.Alloc(e)}
 	}
 	terms := make([]float64, kk*b)
 	pval, wval := pv.Value(), wv.Value()
@@ -319,8 +333,8 @@ func (m *Model) logLikOp(t *ad.Tape, pv, wv *ad.Var, kk int) *ad.Var {
 			}
 		}
 		// B = W Pᵀ, then A = P B.
-		gatherRows(st.bm, st.pt, n, m.wRowCol, nil, w, m.wRowX, st.coef)
-		gatherRows(a, st.bm, n, m.cols[j], p, nil, nil, st.coef)
+		weightRowSums(st.bm, st.pt, n, m.wRowCol, m.wRowX, w, st.coef)
+		matRowSums(a, st.bm, n, m.cols[j], p, st.coef)
 		f64.Gemm(n, a, m.sxx[j], st.as)
 		syx := s.Syx.RawMatrix().Data
 		var cross, quad float64
@@ -335,7 +349,6 @@ func (m *Model) logLikOp(t *ad.Tape, pv, wv *ad.Var, kk int) *ad.Var {
 	}
 	return t.Custom([]int{kk}, out, []*ad.Var{pv, wv}, func(g []float64, gIn [][]float64) {
 		gp, gw := gIn[0], gIn[1]
-		gwPair := make([][]float64, kk*b)
 		parallel(kk*b, func(q int) {
 			k, j := q/b, q%b
 			st := &states[q]
@@ -361,23 +374,21 @@ func (m *Model) logLikOp(t *ad.Tape, pv, wv *ad.Var, kk int) *ad.Var {
 			// B̄ = Pᵀ Ā, stored in bm (B is no longer needed); the
 			// entries of Pᵀ are those of pt.
 			gb := st.bm
-			gatherRows(gb, ga, n, m.rows[j], st.pt, nil, nil, st.coef)
+			matRowSums(gb, ga, n, m.rows[j], st.pt, st.coef)
 			w := wval[k*e : (k+1)*e]
 			if gw != nil {
 				// W̄[r][c] = B̄[r] · (Pᵀ)[c].
-				gwq := make([]float64, e)
 				for r, cs := range m.wRowCol {
 					f64.DotGather(tmp, gb[r*n:(r+1)*n], st.pt, n, cs)
 					for t, x := range m.wRowX[r] {
-						gwq[x] = tmp[t]
+						st.gw[x] = tmp[t]
 					}
 				}
-				gwPair[q] = gwq
 			}
 			if gp != nil {
 				// (Pᵀ)̄[c] = Σ_r W[r][c] B̄[r], then P̄ += its transpose.
 				gpt := st.pt
-				gatherRows(gpt, gb, n, m.wColRow, nil, w, m.wColX, st.coef)
+				weightRowSums(gpt, gb, n, m.wColRow, m.wColX, w, st.coef)
 				dst := gp[q*nn : (q+1)*nn]
 				for r, cs := range m.cols[j] {
 					for _, cc := range cs {
@@ -387,12 +398,11 @@ func (m *Model) logLikOp(t *ad.Tape, pv, wv *ad.Var, kk int) *ad.Var {
 			}
 		})
 		if gw != nil {
-			for q, v := range gwPair {
+			// Summed in a fixed order after the parallel section, so the
+			// result does not depend on scheduling.
+			for q := range states {
 				k := q / b
-				dst := gw[k*e : (k+1)*e]
-				for x := range v {
-					dst[x] += v[x]
-				}
+				floats.Add(gw[k*e:(k+1)*e], states[q].gw)
 			}
 		}
 	})

@@ -15,7 +15,8 @@
 // row after row, zero-padded on the right. The assembly kernel computes a
 // 4×8 tile of C as 8 running sums of 4 lanes: each step broadcasts four
 // entries of A (one per row) and multiplies them into two loads of the
-// panel. Tiles on the right or bottom edge are computed into a scratch
-// tile and copied out. The order of the k-sum is fixed (k = 0, 1, …), so a
+// panel. Tiles on the right edge are computed into a scratch tile and
+// copied out; the last m mod 4 rows are sums of scaled rows of B with the
+// same fused multiply-adds in the same order. The order of the k-sum is fixed (k = 0, 1, …), so a
 // product does not depend on how the tiles are scheduled.
 package f64

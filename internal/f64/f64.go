@@ -89,39 +89,39 @@ func Gemm(m int, a []float64, b *Packed, c []float64) {
 			0, blas64.General{Rows: m, Cols: n, Stride: n, Data: c})
 		return
 	}
-	gemmAsm(m, k, n, a, b.panels, c)
+	gemmAsm(m, k, n, a, b.panels, b.raw, c)
 }
 
-// gemmAsm runs the 4×8 kernel over the tiles of c. Panels are the outer
-// loop so that one panel (k×8 doubles) stays in L1 cache while the rows of
-// a stream past it.
-func gemmAsm(m, k, n int, a, panels, c []float64) {
+// gemmAsm runs the 4×8 kernel over the full 4-row blocks of c. Panels are
+// the outer loop so that one panel (k×8 doubles) stays in L1 cache while
+// the rows of a stream past it. The last m%4 rows are sums of scaled rows
+// of the row-major b, in the same order and with the same fused
+// multiply-adds as the kernel, so no padded copy of a is needed.
+func gemmAsm(m, k, n int, a, panels, b, c []float64) {
 	const mr = 4
 	var tile [mr * panelWidth]float64
-	var edgeA []float64 // the last m%4 rows of a, zero-padded to 4 rows
-	if r := m % mr; r != 0 {
-		edgeA = make([]float64, mr*k)
-		copy(edgeA, a[(m-r)*k:])
-	}
+	full := m - m%mr
 	np := (n + panelWidth - 1) / panelWidth
 	for q := 0; q < np; q++ {
 		panel := panels[q*k*panelWidth:]
 		c0 := q * panelWidth
 		w := min(panelWidth, n-c0)
-		for i0 := 0; i0 < m; i0 += mr {
-			h := min(mr, m-i0)
-			ap := &a[i0*k]
-			if h < mr {
-				ap = &edgeA[0]
-			}
-			if h == mr && w == panelWidth {
-				kern4x8(k, ap, k, &panel[0], &c[i0*n+c0], n)
+		for i0 := 0; i0 < full; i0 += mr {
+			if w == panelWidth {
+				kern4x8(k, &a[i0*k], k, &panel[0], &c[i0*n+c0], n)
 				continue
 			}
-			kern4x8(k, ap, k, &panel[0], &tile[0], panelWidth)
-			for r := 0; r < h; r++ {
+			kern4x8(k, &a[i0*k], k, &panel[0], &tile[0], panelWidth)
+			for r := 0; r < mr; r++ {
 				copy(c[(i0+r)*n+c0:(i0+r)*n+c0+w], tile[r*panelWidth:r*panelWidth+w])
 			}
+		}
+	}
+	for i := full; i < m; i++ {
+		ci := c[i*n : (i+1)*n]
+		clear(ci)
+		for p, v := range a[i*k : (i+1)*k] {
+			Axpy(v, b[p*n:(p+1)*n], ci)
 		}
 	}
 }
