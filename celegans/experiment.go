@@ -306,8 +306,9 @@ type Record struct {
 	Trace           []TraceRecord `json:"trace,omitempty"`
 	Error           string        `json:"error,omitempty"`
 
-	// Config identifies the configuration (connectome, T, settings, cell);
-	// only records with the current one are reused.
+	// Config identifies the configuration (connectome, T, method, the
+	// method's settings, cell); only records with the current one are
+	// reused.
 	Config   string    `json:"config"`
 	Finished time.Time `json:"finished"`
 }
@@ -325,7 +326,7 @@ func (r *Record) task() Task { return Task{Cell: r.Cell, Seed: r.Seed, Method: r
 type plannedCell struct {
 	Cell
 	nu, mean float64
-	config   string
+	config   map[Method]string // fingerprint of each method's runs
 }
 
 // defaults returns a copy of e with the defaults filled in.
@@ -386,14 +387,7 @@ func (e *Experiment) defaults() (*Experiment, error) {
 
 // plan resolves the candidate widths and the configuration fingerprints.
 func (e *Experiment) plan() ([]plannedCell, error) {
-	common, err := json.Marshal(struct {
-		Connectome string
-		T          int
-		Settings   Settings
-	}{connectomeHash(e.Connectome), e.T, e.Settings})
-	if err != nil {
-		return nil, err
-	}
+	conn := connectomeHash(e.Connectome)
 	n := e.Connectome.N()
 	seen := make(map[string]bool)
 	var out []plannedCell
@@ -405,7 +399,8 @@ func (e *Experiment) plan() ([]plannedCell, error) {
 			return nil, fmt.Errorf("celegans: Experiment: cell %s listed twice", c.Key())
 		}
 		seen[c.Key()] = true
-		pc := plannedCell{Cell: c, nu: c.Nu}
+		pc := plannedCell{Cell: c, nu: c.Nu, config: make(map[Method]string, len(e.Methods))}
+		var err error
 		if c.Nu > 0 {
 			pc.mean, err = MeanCandidates(e.Connectome, c.Nu)
 		} else {
@@ -414,18 +409,62 @@ func (e *Experiment) plan() ([]plannedCell, error) {
 		if err != nil {
 			return nil, fmt.Errorf("celegans: cell %s: %w", c.Key(), err)
 		}
-		spec, err := json.Marshal(struct {
-			Worms, Known int
-			Nu           float64
-		}{c.Worms, c.Known, pc.nu})
-		if err != nil {
-			return nil, err
+		for _, m := range e.Methods {
+			js, err := json.Marshal(struct {
+				Connectome   string
+				T            int
+				Method       Method
+				Settings     any
+				Worms, Known int
+				Nu           float64
+			}{conn, e.T, m, e.Settings.of(m), c.Worms, c.Known, pc.nu})
+			if err != nil {
+				return nil, err
+			}
+			h := sha256.Sum256(js)
+			pc.config[m] = hex.EncodeToString(h[:8])
 		}
-		h := sha256.Sum256(append(append(common, '|'), spec...))
-		pc.config = hex.EncodeToString(h[:8])
 		out = append(out, pc)
 	}
 	return out, nil
+}
+
+// of returns the settings that method m depends on. A run's fingerprint
+// covers only these, so that changing one method's settings makes only that
+// method's earlier results stale.
+func (s Settings) of(m Method) any {
+	type common struct {
+		Budget     time.Duration
+		TraceEvery int
+	}
+	type variational struct {
+		common
+		Steps, K, Iters int
+		LR              float64
+		SigmaW, WStd0   float64
+	}
+	c := common{s.Budget, s.TraceEvery}
+	v := variational{c, s.Steps, s.K, s.Iters, s.LR, s.SigmaW, s.WStd0}
+	switch m {
+	case GumbelSinkhorn, GumbelSinkhornNoReg:
+		return struct {
+			variational
+			Tau, TauPrior float64
+			Mean          int
+			PlateauWindow int
+		}{v, s.Tau, s.TauPrior, s.Mean, s.PlateauWindow}
+	case Rounding:
+		return struct {
+			variational
+			RoundTau, RoundNoise, PriorStd float64
+		}{v, s.RoundTau, s.RoundNoise, s.PriorStd}
+	default: // MCMC
+		return struct {
+			common
+			Sweeps int
+			SigmaW float64
+		}{c, s.Sweeps, s.SigmaW}
+	}
 }
 
 // connectomeHash identifies a connectome by its names, positions and edges.
@@ -506,9 +545,11 @@ func (e *Experiment) Run(ctx context.Context) (*Summary, error) {
 		store = &recordStore{}
 	}
 
-	configs := make(map[string]bool, len(cells))
+	configs := make(map[string]bool, len(cells)*len(x.Methods))
 	for _, c := range cells {
-		configs[c.config] = true
+		for _, cf := range c.config {
+			configs[cf] = true
+		}
 	}
 	done := make(map[Task]*Record)
 	other := 0
@@ -521,7 +562,7 @@ func (e *Experiment) Run(ctx context.Context) (*Summary, error) {
 		}
 	}
 	if other > 0 {
-		emit(Event{Kind: EventInfo, Message: fmt.Sprintf("%d records of %s were made with another configuration (connectome, T, settings or cell); they are ignored", other, ResultsFile)})
+		emit(Event{Kind: EventInfo, Message: fmt.Sprintf("%d records of %s were made with another configuration (connectome, T, method settings or cell); they are ignored", other, ResultsFile)})
 	}
 
 	// Report the runs found first, then run the others, a cell and seed
@@ -643,7 +684,7 @@ func newRecord(c plannedCell, seed int, m Method, p *Problem, out *Outcome, err 
 	r := &Record{
 		Cell: c.Key(), Table: c.Table, Label: c.Label, Seed: seed, Method: m,
 		Worms: c.Worms, Known: c.Known, Nu: c.nu, MeanCandidates: c.mean,
-		Config: c.config, Finished: time.Now().UTC().Truncate(time.Millisecond),
+		Config: c.config[m], Finished: time.Now().UTC().Truncate(time.Millisecond),
 	}
 	allowed := 0
 	for _, mk := range p.Masks {

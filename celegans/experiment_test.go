@@ -110,7 +110,14 @@ func TestPaperGridPlans(t *testing.T) {
 			assert.InDelta(t, pc.Candidates, pc.mean, 0.25*pc.Candidates, pc.Key())
 		}
 	}
-	assert.Len(t, map[string]bool{plan[0].config: true, plan[1].config: true, plan[8].config: true}, 3, "configs differ between cells")
+	configs := make(map[string]bool)
+	for _, i := range []int{0, 1, 8} {
+		require.Len(t, plan[i].config, len(Methods))
+		for _, cf := range plan[i].config {
+			configs[cf] = true
+		}
+	}
+	assert.Len(t, configs, 3*len(Methods), "configs differ between cells and between methods")
 	for _, i := range []int{0, 15} {
 		p, err := x.problem(plan[i], 1)
 		require.NoError(t, err)
@@ -327,6 +334,27 @@ func TestExperimentResume(t *testing.T) {
 	assert.Equal(t, 8, f5.calls)
 	require.Len(t, notes, 1)
 	assert.Contains(t, notes[0], "12 records")
+
+	// A setting that only Gumbel-Sinkhorn uses: only its runs are redone.
+	f6 := newFakeSolver(2)
+	e = smallExperiment(t, dir, f6)
+	e.Settings = DefaultSettings()
+	e.Settings.Budget = time.Second
+	e.Settings.PlateauWindow = 7
+	notes = nil
+	e.Progress = func(ev Event) {
+		if ev.Kind == EventInfo {
+			notes = append(notes, ev.Message)
+		}
+	}
+	sum, err = e.Run(context.Background())
+	require.NoError(t, err)
+	assert.Equal(t, 4, f6.calls)
+	for _, m := range []Method{MCMC, GumbelSinkhorn} {
+		en, ok := sum.Entry("a", m)
+		require.True(t, ok)
+		assert.Equal(t, 2, en.Runs, m)
+	}
 }
 
 func TestExperimentFailures(t *testing.T) {

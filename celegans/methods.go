@@ -59,6 +59,13 @@ type Settings struct {
 	WStd0    float64 // initial posterior standard deviation of W
 	Mean     int     // samples averaged for the posterior mean of P
 
+	// PlateauWindow, if > 0, restarts the Gumbel-Sinkhorn methods: once the
+	// mean ELBO over a window of this many steps no longer beats the window
+	// before by two standard errors, the fit is set aside and a fresh one
+	// starts, while budget and Steps last; the fit with the best final
+	// window gives the estimate. 0 runs a single fit.
+	PlateauWindow int
+
 	// Rounding VI (Linderman et al. 2018).
 	RoundTau   float64 // interpolation towards the rounded permutation, in (0, 1]
 	RoundNoise float64 // initial noise scale of Ψ
@@ -76,7 +83,7 @@ type Settings struct {
 func DefaultSettings() Settings {
 	return Settings{
 		Steps: 5000, K: 1, LR: 0.1, Tau: 1, TauPrior: 1, Iters: 20,
-		SigmaW: 0.2, WStd0: 0.05, Mean: 30,
+		SigmaW: 0.2, WStd0: 0.05, Mean: 30, PlateauWindow: 50,
 		RoundTau: 0.3, RoundNoise: 0.3, PriorStd: 0.2,
 		Sweeps: 100000,
 	}
@@ -90,6 +97,8 @@ func (s Settings) validate() error {
 		return fmt.Errorf("celegans: Steps, K, Iters, Mean and Sweeps must be >= 1")
 	case !(s.LR > 0), !(s.Tau > 0), !(s.TauPrior > 0), !(s.SigmaW > 0), !(s.WStd0 > 0):
 		return fmt.Errorf("celegans: LR, Tau, TauPrior, SigmaW and WStd0 must be > 0")
+	case s.PlateauWindow < 0 || s.PlateauWindow == 1:
+		return fmt.Errorf("celegans: PlateauWindow must be 0 (no restarts) or >= 2, got %d", s.PlateauWindow)
 	case !(s.RoundTau > 0 && s.RoundTau <= 1), !(s.RoundNoise > 0), !(s.PriorStd > 0):
 		return fmt.Errorf("celegans: need 0 < RoundTau <= 1, RoundNoise > 0, PriorStd > 0")
 	}
@@ -195,56 +204,71 @@ func (tr *tracer) add(perms []perm.Perm) {
 }
 
 func solveGS(ctx context.Context, p *Problem, s Settings, seed uint64, noReg bool, start time.Time) (*Outcome, error) {
-	pg, err := vi.NewGumbelSinkhorn("P", p.Worms(), p.N(), p.Masks, optim.Constant(s.Tau), s.TauPrior, s.Iters)
-	if err != nil {
-		return nil, err
-	}
-	pg.NoKL = noReg
-	// While fitting, score the matching of the logits (cheap); at the end,
-	// the matching of the estimated posterior mean.
-	scores := func() ([]*mat.Dense, error) {
-		out := make([]*mat.Dense, p.Worms())
-		for j := range out {
-			out[j] = pg.Logits(j)
+	newFit := func() (*viFit, error) {
+		pg, err := vi.NewGumbelSinkhorn("P", p.Worms(), p.N(), p.Masks, optim.Constant(s.Tau), s.TauPrior, s.Iters)
+		if err != nil {
+			return nil, err
 		}
-		return out, nil
+		pg.NoKL = noReg
+		return &viFit{
+			guide: pg,
+			// While fitting, score the matching of the logits (cheap); at
+			// the end, the matching of the estimated posterior mean.
+			scores: func() ([]*mat.Dense, error) {
+				out := make([]*mat.Dense, p.Worms())
+				for j := range out {
+					out[j] = pg.Logits(j)
+				}
+				return out, nil
+			},
+			final: func(steps int) ([]*mat.Dense, error) {
+				return pg.Mean(s.Mean, steps, rand.New(rand.NewPCG(seed, 0x6d65616e)))
+			},
+		}, nil
 	}
-	final := func(steps int) ([]*mat.Dense, error) {
-		return pg.Mean(s.Mean, steps, rand.New(rand.NewPCG(seed, 0x6d65616e)))
-	}
-	return fitVI(ctx, p, s, seed, pg, scores, final, start)
+	return fitVI(ctx, p, s, seed, newFit, s.PlateauWindow, start)
 }
 
 func solveRounding(ctx context.Context, p *Problem, s Settings, seed uint64, start time.Time) (*Outcome, error) {
-	pg, err := vi.NewRounding("P", p.Worms(), p.N(), p.Masks, s.RoundNoise, s.RoundTau, s.PriorStd, s.Iters)
-	if err != nil {
-		return nil, err
+	newFit := func() (*viFit, error) {
+		pg, err := vi.NewRounding("P", p.Worms(), p.N(), p.Masks, s.RoundNoise, s.RoundTau, s.PriorStd, s.Iters)
+		if err != nil {
+			return nil, err
+		}
+		return &viFit{guide: pg, scores: pg.Mean, final: func(int) ([]*mat.Dense, error) { return pg.Mean() }}, nil
 	}
-	final := func(int) ([]*mat.Dense, error) { return pg.Mean() }
-	return fitVI(ctx, p, s, seed, pg, pg.Mean, final, start)
+	return fitVI(ctx, p, s, seed, newFit, 0, start)
 }
 
-// fitVI fits the permutation guide pg with a mean-field Normal guide on W,
-// tracing the matching of scores() while it runs, and returns the matching
-// of final(steps done).
-func fitVI(ctx context.Context, p *Problem, s Settings, seed uint64, pg vi.Guide,
-	scores func() ([]*mat.Dense, error), final func(steps int) ([]*mat.Dense, error), start time.Time) (*Outcome, error) {
-	wg, err := vi.NewNormal("W", len(p.support), nil, s.WStd0, s.SigmaW)
-	if err != nil {
-		return nil, err
-	}
+// viFit is one variational fit of the permutations: the guide, the score
+// matrices whose matching is traced while it runs, and the score matrices
+// of the final estimate after a given number of steps.
+type viFit struct {
+	guide  vi.Guide
+	scores func() ([]*mat.Dense, error)
+	final  func(steps int) ([]*mat.Dense, error)
+
+	steps int     // steps done
+	elbo  float64 // mean ELBO estimate over the last window of steps
+}
+
+// plateauZ is the gain, in standard errors, that the mean ELBO of a window
+// must show over the window before for a fit to count as still improving.
+const plateauZ = 2
+
+// fitVI fits permutation guides from newFit together with a mean-field
+// Normal guide on W and returns the matching of the final estimate.
+//
+// With window = 0 it runs one fit. With window > 0 a fit that reaches a
+// plateau (vi.Plateau with that window) is set aside and a fresh one starts
+// from new parameters and its own seed, for as long as the budget and
+// s.Steps (counted over all fits) allow; the estimate comes from the fit
+// with the highest mean ELBO over its last window. The first fit uses seed
+// itself, so a run whose first fit never reaches a plateau is the same as a
+// run without restarts.
+func fitVI(ctx context.Context, p *Problem, s Settings, seed uint64, newFit func() (*viFit, error), window int, start time.Time) (*Outcome, error) {
 	tr := &tracer{p: p, every: s.TraceEvery, start: start}
-	opts := vi.Options{Steps: s.Steps, K: s.K, LR: optim.Constant(s.LR), Seed: seed}
-	if tr.every > 0 && p.Truth != nil {
-		opts.ProgressEvery = tr.every
-		opts.Progress = func(vi.Progress) {
-			if sc, err := scores(); err == nil {
-				if perms, err := p.matchAll(sc); err == nil {
-					tr.add(perms)
-				}
-			}
-		}
-	}
+	tracing := tr.every > 0 && p.Truth != nil
 	// Keep part of the budget for the posterior mean, so that the whole
 	// run, and not only the fit, stays within the budget MCMC gets.
 	fitCtx := ctx
@@ -253,11 +277,71 @@ func fitVI(ctx context.Context, p *Problem, s Settings, seed uint64, pg vi.Guide
 		fitCtx, cancel = context.WithDeadline(ctx, start.Add(s.Budget-min(time.Second, s.Budget/10)))
 		defer cancel()
 	}
-	res, err := vi.Fit(fitCtx, NewModel(p), []vi.Guide{pg, wg}, opts)
-	if err != nil && !budgetOver(err) {
-		return nil, err
+	var best *viFit
+	var bestPerms []perm.Perm // matching of best's scores, for the trace
+	used := 0
+	for attempt := 0; used < s.Steps; attempt++ {
+		f, err := newFit()
+		if err != nil {
+			return nil, err
+		}
+		wg, err := vi.NewNormal("W", len(p.support), nil, s.WStd0, s.SigmaW)
+		if err != nil {
+			return nil, err
+		}
+		var plateau *vi.Plateau
+		if window > 0 {
+			if plateau, err = vi.NewPlateau(window, plateauZ); err != nil {
+				return nil, err
+			}
+		}
+		attemptCtx, stop := context.WithCancel(fitCtx)
+		opts := vi.Options{Steps: s.Steps - used, K: s.K, LR: optim.Constant(s.LR), Seed: attemptSeed(seed, attempt)}
+		if tracing || plateau != nil {
+			opts.Progress = func(pr vi.Progress) {
+				if plateau != nil && plateau.Add(pr.ELBO) {
+					stop()
+				}
+				if !tracing || pr.Step%tr.every != 0 {
+					return
+				}
+				if best != nil && (plateau == nil || plateau.Mean() < best.elbo) {
+					tr.add(bestPerms)
+					return
+				}
+				if sc, err := f.scores(); err == nil {
+					if perms, err := p.matchAll(sc); err == nil {
+						tr.add(perms)
+					}
+				}
+			}
+		}
+		res, err := vi.Fit(attemptCtx, NewModel(p), []vi.Guide{f.guide, wg}, opts)
+		stop()
+		if err != nil && !budgetOver(err) && !errors.Is(err, context.Canceled) {
+			return nil, err
+		}
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		f.steps = res.Steps
+		used += res.Steps
+		if plateau != nil {
+			f.elbo = plateau.Mean()
+		}
+		if best == nil || f.elbo > best.elbo {
+			best = f
+			if tracing && window > 0 {
+				if sc, err := f.scores(); err == nil {
+					bestPerms, _ = p.matchAll(sc)
+				}
+			}
+		}
+		if window == 0 || fitCtx.Err() != nil || res.Steps == 0 {
+			break
+		}
 	}
-	means, err := final(res.Steps)
+	means, err := best.final(best.steps)
 	if err != nil {
 		return nil, err
 	}
@@ -268,5 +352,17 @@ func fitVI(ctx context.Context, p *Problem, s Settings, seed uint64, pg vi.Guide
 	if tr.every > 0 {
 		tr.add(perms)
 	}
-	return &Outcome{Perms: perms, Iterations: res.Steps, Trace: tr.pts}, nil
+	return &Outcome{Perms: perms, Iterations: used, Trace: tr.pts}, nil
+}
+
+// attemptSeed returns the seed of the given fit of a run with restarts:
+// seed itself for the first, a splitmix64 step of both after that.
+func attemptSeed(seed uint64, attempt int) uint64 {
+	if attempt == 0 {
+		return seed
+	}
+	x := seed + uint64(attempt)*0x9e3779b97f4a7c15
+	x = (x ^ x>>30) * 0xbf58476d1ce4e5b9
+	x = (x ^ x>>27) * 0x94d049bb133111eb
+	return x ^ x>>31
 }
