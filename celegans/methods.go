@@ -119,7 +119,8 @@ type Outcome struct {
 	Accuracy        float64     // over all neurons (NaN without truth)
 	AccuracyUnknown float64     // over the neurons not known beforehand
 	Elapsed         time.Duration
-	Iterations      int // steps (VI) or sweeps (MCMC) completed
+	Iterations      int // steps (VI) or sweeps (MCMC) completed, over all fits
+	Fits            int // variational fits run: more than 1 after restarts (0 for MCMC)
 	Trace           []TracePoint
 }
 
@@ -278,6 +279,7 @@ func fitVI(ctx context.Context, p *Problem, s Settings, seed uint64, newFit func
 		defer cancel()
 	}
 	var best *viFit
+	fits := 0
 	var bestPerms []perm.Perm // matching of best's scores, for the trace
 	used := 0
 	for attempt := 0; used < s.Steps; attempt++ {
@@ -318,6 +320,7 @@ func fitVI(ctx context.Context, p *Problem, s Settings, seed uint64, newFit func
 		}
 		res, err := vi.Fit(attemptCtx, NewModel(p), []vi.Guide{f.guide, wg}, opts)
 		stop()
+		fits++
 		if err != nil && !budgetOver(err) && !errors.Is(err, context.Canceled) {
 			return nil, err
 		}
@@ -352,7 +355,7 @@ func fitVI(ctx context.Context, p *Problem, s Settings, seed uint64, newFit func
 	if tr.every > 0 {
 		tr.add(perms)
 	}
-	return &Outcome{Perms: perms, Iterations: used, Trace: tr.pts}, nil
+	return &Outcome{Perms: perms, Iterations: used, Fits: fits, Trace: tr.pts}, nil
 }
 
 // attemptSeed returns the seed of the given fit of a run with restarts:
