@@ -128,12 +128,12 @@
 // commands that produced them and the figures, are in README.md in this
 // directory. In short: on the real connectome, with five seeds and 30 s per
 // method and run on 2 cores, Gumbel-Sinkhorn VI meets or beats the paper's
-// Gumbel-Sinkhorn row and beats MCMC in every cell of Table 3 (for example
-// 0.989, 0.939 and 0.780 against the paper's .97, .84 and .59 for 40% easy,
-// 30% hard and 20% hard). In Table 5 it beats MCMC in every cell and the
-// paper in seven of eight (for example 0.600 and 0.608 against .40 and .44
-// for 30 candidates with 1 worm and 60 candidates with 4 worms); with 10
-// candidates and 4 worms it reaches 0.931 ± 0.024 against the paper's .94.
+// Gumbel-Sinkhorn row and beats MCMC in every cell of Table 5 (for example
+// 0.950, 0.551 and 0.620 against the paper's .94, .40 and .44 for 10
+// candidates with 4 worms, 30 with 1 worm and 60 with 4 worms) and of
+// Table 3 (0.989, 0.939 and 0.780 against .97, .84 and .59 for 40% easy,
+// 30% hard and 20% hard). Table 3's Gumbel-Sinkhorn rows were measured
+// before the restarts and are being rerun with them.
 //
 // # References
 //
