@@ -187,6 +187,17 @@ func smallExperiment(t *testing.T, dir string, f *fakeSolver) *Experiment {
 	return e
 }
 
+// collectNotes makes e keep the messages of its EventInfo events.
+func collectNotes(e *Experiment) *[]string {
+	var notes []string
+	e.Progress = func(ev Event) {
+		if ev.Kind == EventInfo {
+			notes = append(notes, ev.Message)
+		}
+	}
+	return &notes
+}
+
 func countLines(t *testing.T, path string) int {
 	data, err := os.ReadFile(path)
 	require.NoError(t, err)
@@ -323,17 +334,12 @@ func TestExperimentResume(t *testing.T) {
 	e = smallExperiment(t, dir, f5)
 	e.Settings = DefaultSettings()
 	e.Settings.Budget = time.Second
-	var notes []string
-	e.Progress = func(ev Event) {
-		if ev.Kind == EventInfo {
-			notes = append(notes, ev.Message)
-		}
-	}
+	notes := collectNotes(e)
 	_, err = e.Run(context.Background())
 	require.NoError(t, err)
 	assert.Equal(t, 8, f5.calls)
-	require.Len(t, notes, 1)
-	assert.Contains(t, notes[0], "12 records")
+	require.Len(t, *notes, 1)
+	assert.Contains(t, (*notes)[0], "12 records")
 
 	// A setting that only Gumbel-Sinkhorn uses: only its runs are redone.
 	f6 := newFakeSolver(2)
@@ -341,15 +347,11 @@ func TestExperimentResume(t *testing.T) {
 	e.Settings = DefaultSettings()
 	e.Settings.Budget = time.Second
 	e.Settings.PlateauWindow = 7
-	notes = nil
-	e.Progress = func(ev Event) {
-		if ev.Kind == EventInfo {
-			notes = append(notes, ev.Message)
-		}
-	}
+	notes = collectNotes(e)
 	sum, err = e.Run(context.Background())
 	require.NoError(t, err)
 	assert.Equal(t, 4, f6.calls)
+	assert.Len(t, *notes, 1, "the stale Gumbel-Sinkhorn records are noted")
 	for _, m := range []Method{MCMC, GumbelSinkhorn} {
 		en, ok := sum.Entry("a", m)
 		require.True(t, ok)
