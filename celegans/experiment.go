@@ -491,10 +491,14 @@ func methodSeed(seed int, m Method) uint64 {
 	for _, b := range []byte(m) {
 		x = (x ^ uint64(b)) * 0x100000001b3
 	}
-	x ^= x >> 30
-	x *= 0xbf58476d1ce4e5b9
-	x ^= x >> 27
-	x *= 0x94d049bb133111eb
+	return mix64(x)
+}
+
+// mix64 is the splitmix64 finaliser: it spreads every input bit over the
+// whole output, so nearby inputs give unrelated seeds.
+func mix64(x uint64) uint64 {
+	x = (x ^ x>>30) * 0xbf58476d1ce4e5b9
+	x = (x ^ x>>27) * 0x94d049bb133111eb
 	return x ^ x>>31
 }
 

@@ -364,8 +364,5 @@ func attemptSeed(seed uint64, attempt int) uint64 {
 	if attempt == 0 {
 		return seed
 	}
-	x := seed + uint64(attempt)*0x9e3779b97f4a7c15
-	x = (x ^ x>>30) * 0xbf58476d1ce4e5b9
-	x = (x ^ x>>27) * 0x94d049bb133111eb
-	return x ^ x>>31
+	return mix64(seed + uint64(attempt)*0x9e3779b97f4a7c15)
 }

@@ -39,17 +39,19 @@ func NewPlateau(window int, z float64) (*Plateau, error) {
 // Add records the next value and reports whether the objective is on a
 // plateau.
 func (p *Plateau) Add(v float64) bool {
-	p.vals = append(p.vals, v)
 	w := p.Window
-	if len(p.vals) > 2*w {
-		// Keep only the two windows the test needs.
-		p.vals = append(p.vals[:0], p.vals[len(p.vals)-2*w:]...)
+	if len(p.vals) >= 4*w {
+		// Keep the values the test can still use; compacting only every
+		// 2·Window values keeps Add O(Window) amortised.
+		p.vals = append(p.vals[:0], p.vals[len(p.vals)-2*w+1:]...)
 	}
+	p.vals = append(p.vals, v)
 	if len(p.vals) < 2*w {
 		return false
 	}
-	mOld, vOld := meanVariance(p.vals[:w])
-	mNew, vNew := meanVariance(p.vals[w:])
+	last := p.vals[len(p.vals)-2*w:]
+	mOld, vOld := meanVariance(last[:w])
+	mNew, vNew := meanVariance(last[w:])
 	return mNew-mOld <= p.Z*math.Sqrt((vOld+vNew)/float64(w))
 }
 

@@ -62,26 +62,7 @@ func Measure(s Step, warmup, reps int) (Times, error) {
 // processes affects both alike. It sleeps for pause after each step, if
 // pause is positive, and returns the times of the last reps rounds.
 func Interleave(a, b Step, warmup, reps int, pause time.Duration) (ta, tb Times, err error) {
-	for i := 0; i < warmup+reps; i++ {
-		steps, dst := [2]Step{a, b}, [2]*Times{&ta, &tb}
-		if i%2 == 1 {
-			steps[0], steps[1] = steps[1], steps[0]
-			dst[0], dst[1] = dst[1], dst[0]
-		}
-		for j, s := range steps {
-			wall, cpu, err := s()
-			if err != nil {
-				return ta, tb, err
-			}
-			if i >= warmup {
-				dst[j].add(wall, cpu)
-			}
-			if pause > 0 {
-				time.Sleep(pause)
-			}
-		}
-	}
-	return ta, tb, nil
+	return InterleaveBlocks(a, b, warmup, reps, 1, pause)
 }
 
 // InterleaveBlocks runs warmup+reps rounds of block consecutive steps of a
@@ -92,9 +73,7 @@ func Interleave(a, b Step, warmup, reps int, pause time.Duration) (ta, tb Times,
 // virtual machine, CPUs) that went idle during the pause. It returns the
 // times of the timed steps of the last reps rounds. Block 1 is Interleave.
 func InterleaveBlocks(a, b Step, warmup, reps, block int, pause time.Duration) (ta, tb Times, err error) {
-	if block <= 1 {
-		return Interleave(a, b, warmup, reps, pause)
-	}
+	block = max(block, 1)
 	for i := 0; i < warmup+reps; i++ {
 		steps, dst := [2]Step{a, b}, [2]*Times{&ta, &tb}
 		if i%2 == 1 {
@@ -107,7 +86,7 @@ func InterleaveBlocks(a, b Step, warmup, reps, block int, pause time.Duration) (
 				if err != nil {
 					return ta, tb, err
 				}
-				if i >= warmup && k > 0 {
+				if i >= warmup && (block == 1 || k > 0) {
 					dst[j].add(wall, cpu)
 				}
 			}
