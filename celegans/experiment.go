@@ -302,7 +302,8 @@ type Record struct {
 	Accuracy        float64       `json:"accuracy"`         // over all neurons
 	AccuracyUnknown float64       `json:"accuracy_unknown"` // over the neurons not known
 	ElapsedSec      float64       `json:"elapsed_s"`
-	Iterations      int           `json:"iterations"` // VI steps or MCMC sweeps
+	Iterations      int           `json:"iterations"`     // VI steps or MCMC sweeps
+	Fits            int           `json:"fits,omitempty"` // variational fits run (more than 1 after restarts)
 	Trace           []TraceRecord `json:"trace,omitempty"`
 	Error           string        `json:"error,omitempty"`
 
@@ -709,6 +710,7 @@ func newRecord(c plannedCell, seed int, m Method, p *Problem, out *Outcome, err 
 	r.Accuracy, r.AccuracyUnknown = out.Accuracy, out.AccuracyUnknown
 	r.ElapsedSec = out.Elapsed.Seconds()
 	r.Iterations = out.Iterations
+	r.Fits = out.Fits
 	for _, tp := range out.Trace {
 		if math.IsNaN(tp.Accuracy) || math.IsNaN(tp.AccuracyUnknown) {
 			continue

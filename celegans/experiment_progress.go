@@ -136,8 +136,12 @@ func resultLine(ev Event) string {
 	if r.Method == MCMC {
 		unit = "sweeps"
 	}
-	return fmt.Sprintf("%s: accuracy %.3f (unknown %.3f), %d %s in %.1f s",
-		ev.Task, r.Accuracy, r.AccuracyUnknown, r.Iterations, unit, r.ElapsedSec)
+	fits := ""
+	if r.Fits > 1 {
+		fits = fmt.Sprintf(" over %d fits", r.Fits)
+	}
+	return fmt.Sprintf("%s: accuracy %.3f (unknown %.3f), %d %s%s in %.1f s",
+		ev.Task, r.Accuracy, r.AccuracyUnknown, r.Iterations, unit, fits, r.ElapsedSec)
 }
 
 func (p *Progress) flushSkipped() {

@@ -160,9 +160,13 @@ func (f *fakeSolver) solve(ctx context.Context, p *Problem, m Method, s Settings
 	if !ok {
 		return nil, fmt.Errorf("unexpected seed %d", seed)
 	}
+	fits := 2 // as if the variational fit had restarted once
+	if m == MCMC {
+		fits = 0
+	}
 	return &Outcome{
 		Method: m, Perms: p.Truth, Accuracy: a, AccuracyUnknown: a / 2,
-		Elapsed: 1500 * time.Millisecond, Iterations: 7,
+		Elapsed: 1500 * time.Millisecond, Iterations: 7, Fits: fits,
 		Trace: []TracePoint{{time.Second, a / 3, a / 6}, {2 * time.Second, a, a / 2}},
 	}, nil
 }
@@ -218,6 +222,13 @@ func TestExperimentSummary(t *testing.T) {
 	assert.Zero(t, sum.Missing)
 	assert.Empty(t, sum.Failures)
 	assert.Len(t, sum.Records(), 8)
+	for _, r := range sum.Records() {
+		want := 2
+		if r.Method == MCMC {
+			want = 0
+		}
+		assert.Equal(t, want, r.Fits, "%s: the outcome's fit count is recorded", r.Method)
+	}
 
 	// MCMC is Methods[0]: accuracies 0.1 + 0.05 s for s = 1, 2.
 	en, ok := sum.Entry("b", MCMC)
@@ -444,6 +455,16 @@ func TestProgressBar(t *testing.T) {
 	assert.Contains(t, out, "two runs\n")
 	assert.Contains(t, out, "[1/2] a seed 1 mcmc: accuracy 0.500 (unknown 0.250), 3 sweeps in 0.2 s\n")
 	assert.Contains(t, out, "%", "the bar was drawn")
+}
+
+func TestResultLineCountsFits(t *testing.T) {
+	task := Task{"a", 2, GumbelSinkhorn}
+	rec := &Record{Method: GumbelSinkhorn, Accuracy: 0.5, AccuracyUnknown: 0.25, Iterations: 40, Fits: 3, ElapsedSec: 1}
+	assert.Equal(t, "a seed 2 gumbel-sinkhorn: accuracy 0.500 (unknown 0.250), 40 steps over 3 fits in 1.0 s",
+		resultLine(Event{Kind: EventDone, Task: task, Record: rec}))
+	rec.Fits = 1
+	assert.Equal(t, "a seed 2 gumbel-sinkhorn: accuracy 0.500 (unknown 0.250), 40 steps in 1.0 s",
+		resultLine(Event{Kind: EventDone, Task: task, Record: rec}), "a single fit is not mentioned")
 }
 
 // The real methods on a tiny problem: every file is written and a second
