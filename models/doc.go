@@ -1,0 +1,78 @@
+// Package models is the contract between a Bayesian model with latent
+// permutations and the engines that fit it: write the model once, then fit
+// it with Gumbel-Sinkhorn variational inference (package vi) and with MCMC
+// (package mcmc), and compare the two, or both against exact enumeration.
+//
+// # Writing a model
+//
+// A model is an ordinary Go type that holds its data and has two methods
+// (the Model interface). Sites declares each latent variable once, with its
+// support and its prior:
+//
+//   - a *PermSite: Batch independent permutations of size N, each optionally
+//     restricted by a candidate mask (row i may go to column j only if the
+//     mask allows it) and with some rows fixed to known columns; prior
+//     UniformPerm (the default) or GumbelSinkhornPrior;
+//   - a *RealSite: a real tensor of a given shape with independent prior
+//     coordinates (Normal).
+//
+// LogLik writes log p(y | z) once, on an ad tape. It reads the sites from a
+// Sample by name: z.Perm("P") has shape (K, B, N, N) and z.Real("beta")
+// shape (K, Shape...), K joint samples on the leading axis. A permutation
+// arrives as a matrix P with P[i][j] the weight of "row i goes to column j":
+// variational inference passes relaxed, doubly stochastic matrices
+// S((X + ε)/τ), MCMC and Exact pass one-hot matrices. Because the likelihood
+// is written with matrix products (P·y, Pᵀ·W·P, …) the same code serves both.
+// For the point-matching model y_i = r_{σ(i)} + ε_i with ε_i ~ N(0, s² I):
+//
+//	func (m *Match) Sites() []models.Site {
+//		return []models.Site{&models.PermSite{Name: "P", N: m.N}}
+//	}
+//
+//	func (m *Match) LogLik(t *ad.Tape, z *models.Sample) *ad.Var {
+//		p := ad.Reshape(z.Perm("P"), z.K(), m.N, m.N)            // (K, N, N)
+//		pred := ad.MatMul(p, t.Const(m.Ref))                     // row i: Σ_j P_ij r_j
+//		r := ad.Sub(pred, t.Const(m.Obs))                        // (K, N, 2)
+//		return ad.Scale(ad.SumAxis(ad.Reshape(ad.Square(r), z.K(), -1), 1), -0.5/(m.S*m.S))
+//	}
+//
+// Site names are checked when an engine is set up (Check): unknown, missing
+// or duplicated sites, shapes and masks that do not fit, and fixed rows that
+// contradict their mask are errors that name the site. Inside LogLik, a
+// mistyped name passed to z.Perm or z.Real is recorded on the tape and the
+// engine returns it as an error; it never panics.
+//
+// # Running both engines
+//
+//	post, err := vi.FitModel(ctx, m, vi.ModelOptions{...})   // Gumbel-Sinkhorn guides, automatic
+//	post, err := mcmc.RunModel(ctx, m, mcmc.ModelOptions{...}) // swap moves, HMC, several chains
+//	ex, err := models.Exact(m)                                 // small models: ground truth
+//
+// Every engine returns a *Posterior: for each permutation site the marginal
+// matrix P(row i → column j), the mode (the matching of the marginals, which
+// maximises the expected number of correct rows) and draws; for each real
+// site the mean and spread; and notes and warnings, for example R̂ above 1.1
+// when MCMC chains disagree, or the surrogate prior that VI used.
+//
+// # Priors: what each engine targets
+//
+// MCMC and Exact target p(z | y) with the declared priors exactly. VI in
+// Gumbel space targets it exactly for GumbelSinkhornPrior; a UniformPerm
+// prior has no Gumbel-space density, and vi uses the surrogate GS(0,
+// τ_prior) in its place (the KL of the Gumbel-space nodes, Mena et al. 2018,
+// appendix), which it states in the Posterior's notes. The surrogate is
+// close to uniform over permutations for τ_prior of order 1 and above, and
+// the two engines then aim at nearly, not exactly, the same posterior.
+//
+// # Fast paths
+//
+// Engines evaluate LogLik on one-hot matrices when they need the value at an
+// exact state, which costs O(B N² …) per evaluation. A model can offer
+// faster paths, found by type assertion as io.Copy finds io.WriterTo:
+// StateLogLiker (the value without a tape), SwapDeltaer (the change when two
+// rows of a permutation swap columns, for swap Metropolis-Hastings),
+// Conjugate (exact Gibbs draws of a real site) and Collapser (real sites
+// integrated out analytically, so that permutation moves target
+// p(y | permutations) and Exact can enumerate). CheckFastPaths tests a model's
+// fast paths against LogLik.
+package models
