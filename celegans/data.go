@@ -257,9 +257,10 @@ func LoadConnectomeFiles(connectPath, typesPath string) (*Connectome, error) {
 
 // csvTable is a CSV reader that knows its header and reports line numbers.
 type csvTable struct {
-	label string
-	r     *csv.Reader
-	cols  []int // column index of each wanted header name
+	label  string
+	r      *csv.Reader
+	cols   []int // column index of each wanted header name
+	fields int   // number of fields in the header; every record must have as many
 }
 
 // openTable reads the header from r and locates the wanted columns.
@@ -274,7 +275,7 @@ func openTable(r io.Reader, label string, wanted ...string) (*csvTable, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", label, err)
 	}
-	t := &csvTable{label: label, r: cr, cols: make([]int, len(wanted))}
+	t := &csvTable{label: label, r: cr, cols: make([]int, len(wanted)), fields: len(header)}
 	for k, w := range wanted {
 		t.cols[k] = -1
 		for j, h := range header {
@@ -306,12 +307,10 @@ func (t *csvTable) next() ([]string, int, error) {
 		if len(rec) == 1 && strings.TrimSpace(rec[0]) == "" {
 			continue
 		}
-		need := 0
-		for _, j := range t.cols {
-			need = max(need, j+1)
-		}
-		if len(rec) < need {
-			return nil, line, fmt.Errorf("%s line %d: %d fields, need at least %d", t.label, line, len(rec), need)
+		// A record with more or fewer fields than the header is a damaged
+		// file (a row cut off, or two rows run together), not data.
+		if len(rec) != t.fields {
+			return nil, line, fmt.Errorf("%s line %d: %d fields, the header has %d (is the file cut off or damaged?)", t.label, line, len(rec), t.fields)
 		}
 		out := make([]string, len(t.cols))
 		for k, j := range t.cols {
@@ -433,3 +432,23 @@ func loadConnectome(connect io.Reader, connectLabel string, types io.Reader, typ
 
 // finite reports whether x is neither NaN nor infinite.
 func finite(x float64) bool { return !math.IsNaN(x) && !math.IsInf(x, 0) }
+
+// The size of the WormAtlas connectome (Varshney et al. 2011) as this
+// package loads it: neurons with a soma position, and undirected edges of
+// the symmetrised chemical and electrical synapses without NMJ rows.
+const (
+	WormAtlasNeurons = 279
+	WormAtlasEdges   = 2287
+)
+
+// WormAtlasMismatch returns a sentence saying how c differs in size from
+// the WormAtlas connectome, or "" when it has the same numbers of neurons
+// and edges. Programs print it before a run so that a damaged or different
+// file does not pass unnoticed.
+func (c *Connectome) WormAtlasMismatch() string {
+	if c.N() == WormAtlasNeurons && c.Edges() == WormAtlasEdges {
+		return ""
+	}
+	return fmt.Sprintf("the connectome has %d neurons and %d edges, the WormAtlas files give %d and %d; results will not be comparable with the paper's",
+		c.N(), c.Edges(), WormAtlasNeurons, WormAtlasEdges)
+}

@@ -113,7 +113,9 @@ func TestLoadConnectomeErrors(t *testing.T) {
 		{"unknown type", "Neuron 1,Neuron 2,Type,Nbr\nAA,BB,S,1\nAA,BB,X,1\n", okTypes, `connections line 3: unknown synapse type "X"`},
 		{"bad count", "Neuron 1,Neuron 2,Type,Nbr\nAA,BB,S,two\n", okTypes, `connections line 2: bad synapse count Nbr "two"`},
 		{"negative count", "Neuron 1,Neuron 2,Type,Nbr\nAA,BB,S,-1\n", okTypes, `connections line 2: bad synapse count`},
-		{"short row", "Neuron 1,Neuron 2,Type,Nbr\nAA,BB,S,1\nAA,BB\n", okTypes, "connections line 3: 2 fields, need at least 4"},
+		{"short row", "Neuron 1,Neuron 2,Type,Nbr\nAA,BB,S,1\nAA,BB\n", okTypes, "connections line 3: 2 fields, the header has 4"},
+		{"long row", "Neuron 1,Neuron 2,Type,Nbr\nAA,BB,S,1,AA,BB,S\n", okTypes, "connections line 2: 7 fields, the header has 4"},
+		{"short types row", okConnect, "Neuron,Soma Position,Region\nAA,0.5\n", "types line 2: 2 fields, the header has 3"},
 		{"empty name", "Neuron 1,Neuron 2,Type,Nbr\n,BB,S,1\n", okTypes, "connections line 2: empty neuron name"},
 		{"bad position", okConnect, "Neuron,Soma Position\nAA,0.5\nBB,front\n", `types line 3: neuron "BB": bad soma position "front"`},
 		{"position above 1", okConnect, "Neuron,Soma Position\nAA,1.5\n", `types line 2: neuron "AA": soma position 1.5 not in [0, 1]`},
@@ -216,4 +218,31 @@ func TestLoadConnectomeReal(t *testing.T) {
 	assert.Equal(t, 0.21, c.Positions[k])
 	_, err = c.NameIndex("avfl")
 	assert.Error(t, err)
+}
+
+// A WormAtlas file cut off part-way through a row must not load as a
+// smaller connectome: the damaged last row is an error naming its line.
+func TestLoadConnectomeCutOffFile(t *testing.T) {
+	realConnectome(t) // skips without the data
+	connect, err := os.ReadFile(filepath.Join(realDataDir, "NeuronConnect.csv"))
+	require.NoError(t, err)
+	types, err := os.ReadFile(filepath.Join(realDataDir, "NeuronType.csv"))
+	require.NoError(t, err)
+	for _, frac := range []float64{0.05, 0.3, 0.77} {
+		cut := int(frac * float64(len(connect)))
+		for connect[cut-1] == ',' || connect[cut-1] == '\n' || connect[cut-1] == '\r' {
+			cut++ // end inside a field, so the last row is short
+		}
+		_, err := LoadConnectome(strings.NewReader(string(connect[:cut])), strings.NewReader(string(types)))
+		require.Error(t, err, "file cut at byte %d of %d", cut, len(connect))
+		assert.Contains(t, err.Error(), "fields, the header has 5")
+	}
+}
+
+func TestWormAtlasMismatch(t *testing.T) {
+	c := realConnectome(t)
+	assert.Equal(t, "", c.WormAtlasMismatch(), "the real files must match the WormAtlas size")
+	small, err := LoadConnectome(strings.NewReader(smallConnect), strings.NewReader(smallTypes))
+	require.NoError(t, err)
+	assert.Contains(t, small.WormAtlasMismatch(), "has 5 neurons")
 }

@@ -111,7 +111,7 @@ func splitList(s string) []string {
 }
 
 // experiment builds the experiment the options describe.
-func (o *options) experiment() (*celegans.Experiment, error) {
+func (o *options) experiment(warn io.Writer) (*celegans.Experiment, error) {
 	if o.seeds < 1 {
 		return nil, fmt.Errorf("-seeds must be >= 1, got %d", o.seeds)
 	}
@@ -149,6 +149,11 @@ func (o *options) experiment() (*celegans.Experiment, error) {
 	case o.connect != "" && o.types != "":
 		e.Connectome, err = celegans.LoadConnectomeFiles(o.connect, o.types)
 		e.ConnectomeName = "WormAtlas (" + filepath.Base(o.connect) + ", " + filepath.Base(o.types) + ")"
+		if err == nil {
+			if msg := e.Connectome.WormAtlasMismatch(); msg != "" {
+				fmt.Fprintln(warn, "celegans: warning:", msg)
+			}
+		}
 	case o.connect != "" || o.types != "":
 		return nil, errors.New("-connect and -types go together")
 	default:
@@ -190,7 +195,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "celegans: unexpected arguments %q (see -h)\n", fs.Args())
 		return 2
 	}
-	e, err := o.experiment()
+	e, err := o.experiment(stderr)
 	if err != nil {
 		fmt.Fprintln(stderr, "celegans:", err)
 		return 2

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"io"
 	"os"
 	"path/filepath"
 	"testing"
@@ -26,7 +27,7 @@ func TestHelp(t *testing.T) {
 func TestDefaultOptions(t *testing.T) {
 	var o options
 	require.NoError(t, newFlags(&o, &bytes.Buffer{}).Parse(nil))
-	e, err := o.experiment()
+	e, err := o.experiment(io.Discard)
 	require.NoError(t, err)
 	require.Len(t, e.Cells, 1)
 	assert.Equal(t, "t3/40-easy", e.Cells[0].Key())
@@ -39,7 +40,7 @@ func TestDefaultOptions(t *testing.T) {
 	assert.Equal(t, filepath.Join("out", "celegans"), e.OutDir)
 
 	require.NoError(t, newFlags(&o, &bytes.Buffer{}).Parse([]string{"-table", "5", "-cells", "10c-1w, 60c-4w", "-methods", "mcmc,rounding", "-steps", "7", "-sweeps", "9"}))
-	e, err = o.experiment()
+	e, err = o.experiment(io.Discard)
 	require.NoError(t, err)
 	require.Len(t, e.Cells, 2)
 	assert.Equal(t, "t5/60c-4w", e.Cells[1].Key())
