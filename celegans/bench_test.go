@@ -10,13 +10,13 @@ import (
 	"github.com/permlab/permlab/vi"
 )
 
-// Settings of BenchmarkELBOStep: the "hard" setting of the seed's Table 5
+// Settings of BenchmarkELBOStep: the "hard" setting of the seed's Table 7
 // with 4 worms on a synthetic worm of the real size.
 const (
 	benchNeurons = 279  // synthetic connectome size (WormAtlas: 279)
 	benchWorms   = 4    // worms sharing W
 	benchT       = 1000 // time steps per worm
-	benchKnown   = 25   // known neurons per worm (Table 5)
+	benchKnown   = 25   // known neurons per worm (Table 7)
 	benchNu      = 0.1  // candidate width: the "hard" setting
 	benchTau     = 0.5  // Gumbel-Sinkhorn temperature
 	benchIters   = 20   // Sinkhorn iterations L

@@ -58,7 +58,7 @@
 //
 // Experiment runs every method on a grid of cells and seeds: Table3Cells
 // (4 worms; 40, 30, 20 or 10 % of the neurons known; ν = 0.05 or 0.1) and
-// Table5Cells (25 known neurons; 10, 30, 45 or 60 candidates per neuron on
+// Table7Cells (25 known neurons; 10, 30, 45 or 60 candidates per neuron on
 // average; 1 or 4 worms) are the grids of the seed paper, with its published
 // accuracies. All methods of a cell and seed see the same simulated worms and
 // masks and the same wall-clock budget. Results are appended to a JSON-lines
@@ -96,13 +96,13 @@
 // τ_prior = 1, learning rate 0.1, steps until the budget ends (cap 5000).
 // The rounding method and its learning rate were not tuned.
 //
-// Later, on the same seeds and the Table 5 cell with 10 candidates and 4
+// Later, on the same seeds and the Table 7 cell with 10 candidates and 4
 // worms (1500 steps): learning rate 0.05 gave 0.986/0.976 against
 // 0.978/0.969 for 0.1, 0.03 gave 0.961/0.978, τ = 0.5 0.934/0.943 and τ = 2
 // 0.963/0.971; the differences are within the seed-to-seed noise and the
 // settings were left as they are.
 //
-// Restarts came next, after the first five-seed Table 5 fell short of the
+// Restarts came next, after the first five-seed Table 7 fell short of the
 // paper in that cell (0.931 against .94). On seeds 101 and 102 a fit started
 // at the true permutations keeps them and ends with an ELBO about 2000 nats
 // above the fit from zero logits (−1603395 against −1605540, −1601226
@@ -124,11 +124,11 @@
 //
 // # Results
 //
-// The measured Tables 3 and 5, with the paper's numbers beside ours, the
+// The measured Tables 3 and 7, with the paper's numbers beside ours, the
 // commands that produced them and the figures, are in README.md in this
 // directory. In short: on the real connectome, with five seeds and 30 s per
 // method and run on 2 cores, Gumbel-Sinkhorn VI meets or beats the paper's
-// Gumbel-Sinkhorn row and beats MCMC in every cell of Table 5 (for example
+// Gumbel-Sinkhorn row and beats MCMC in every cell of Table 7 (for example
 // 0.950, 0.551 and 0.620 against the paper's .94, .40 and .44 for 10
 // candidates with 4 worms, 30 with 1 worm and 60 with 4 worms) and of
 // Table 3 (0.996, 0.937 and 0.802 against .97, .84 and .59 for 40% easy,

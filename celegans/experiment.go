@@ -1,4 +1,4 @@
-// The experiment runner: the grids of the seed paper's Tables 3 and 5, with
+// The experiment runner: the grids of the seed paper's Tables 3 and 7, with
 // their published numbers, and Experiment, which runs every method on every
 // cell and seed, appending results to a JSON-lines file it can resume from.
 
@@ -22,7 +22,7 @@ import (
 	"time"
 )
 
-// Cell is one column of the seed paper's Tables 3 and 5: a simulation set-up
+// Cell is one column of the seed paper's Tables 3 and 7: a simulation set-up
 // (worms, known neurons, candidate constraint) on which every method runs.
 //
 // The candidate constraint is the position window |pos_m - pos_n| < nu of
@@ -30,7 +30,7 @@ import (
 // target mean number of candidates per neuron, turned into a width by
 // CandidateWidth on the connectome of the run.
 type Cell struct {
-	Table      int     // table of the seed paper (3 or 5); 0 for a cell of one's own
+	Table      int     // table of the seed paper (3 or 7); 0 for a cell of one's own
 	Label      string  // short name, unique within its table, e.g. "40-easy"; used by SelectCells
 	Header     string  // column header, e.g. "40% easy"
 	Worms      int     // worms sharing W, at least 1
@@ -94,12 +94,12 @@ var (
 		GumbelSinkhornNoReg: {.96, .93, .89, .78, .71, .52, .40, .23},
 	}
 
-	// Table 5 of the seed paper: 25 known neurons; mean numbers of
+	// Table 7 of the seed paper: 25 known neurons; mean numbers of
 	// candidates 10, 30, 45 and 60; 1 and 4 worms.
-	table5Known      = 25
-	table5Candidates = []int{10, 30, 45, 60}
-	table5Worms      = []int{1, 4}
-	table5Paper      = map[Method][8]float64{
+	table7Known      = 25
+	table7Candidates = []int{10, 30, 45, 60}
+	table7Worms      = []int{1, 4}
+	table7Paper      = map[Method][8]float64{
 		MCMC:                {.34, .65, .18, .28, .14, .17, .13, .16},
 		Rounding:            {.77, .93, .33, .70, .18, .48, .17, .37},
 		GumbelSinkhorn:      {.79, .94, .40, .69, .25, .51, .21, .44},
@@ -137,29 +137,29 @@ func Table3Cells() []Cell {
 	return cells
 }
 
-// Table5Cells returns the eight cells of the seed paper's Table 5, in its
+// Table7Cells returns the eight cells of the seed paper's Table 7, in its
 // column order: 25 known neurons, mean numbers of candidates 10, 30, 45 and
 // 60 (widths found by CandidateWidth), each with 1 and 4 worms. Labels are
 // "10c-1w", "10c-4w", ..., "60c-4w".
-func Table5Cells() []Cell {
+func Table7Cells() []Cell {
 	var cells []Cell
-	for _, cand := range table5Candidates {
-		for _, worms := range table5Worms {
+	for _, cand := range table7Candidates {
+		for _, worms := range table7Worms {
 			cells = append(cells, Cell{
-				Table:      5,
+				Table:      7,
 				Label:      fmt.Sprintf("%dc-%dw", cand, worms),
 				Header:     fmt.Sprintf("%d cand. %dw", cand, worms),
 				Worms:      worms,
-				Known:      table5Known,
+				Known:      table7Known,
 				Candidates: float64(cand),
-				Paper:      paperColumn(table5Paper, len(cells)),
+				Paper:      paperColumn(table7Paper, len(cells)),
 			})
 		}
 	}
 	return cells
 }
 
-// SelectCells returns the cells of the given table ("3", "5", "all" or ""
+// SelectCells returns the cells of the given table ("3", "7", "all" or ""
 // for both) whose label or key is in labels (all of them if labels is
 // empty), in table order. It is an error if a label matches no cell.
 func SelectCells(table string, labels []string) ([]Cell, error) {
@@ -167,12 +167,12 @@ func SelectCells(table string, labels []string) ([]Cell, error) {
 	switch strings.TrimSpace(strings.ToLower(table)) {
 	case "3":
 		pool = Table3Cells()
-	case "5":
-		pool = Table5Cells()
+	case "7":
+		pool = Table7Cells()
 	case "all", "":
-		pool = append(Table3Cells(), Table5Cells()...)
+		pool = append(Table3Cells(), Table7Cells()...)
 	default:
-		return nil, fmt.Errorf("celegans: SelectCells: table must be 3, 5 or all, got %q", table)
+		return nil, fmt.Errorf("celegans: SelectCells: table must be 3, 7 or all, got %q (the supplementary C. elegans table is Table 7 in the paper; Table 5 is digit assembly)", table)
 	}
 	if len(labels) == 0 {
 		return pool, nil

@@ -176,8 +176,8 @@ func tableTitle(t int) string {
 	switch t {
 	case 3:
 		return "Table 3 (4 worms; known neurons and candidate width)"
-	case 5:
-		return "Table 5 (25 known neurons; mean candidates and worms)"
+	case 7:
+		return "Table 7 (25 known neurons; mean candidates and worms)"
 	}
 	return "Other cells"
 }
@@ -303,8 +303,8 @@ func paperValue(c CellInfo, m Method) (float64, bool) {
 	switch c.Table {
 	case 3:
 		pool = Table3Cells()
-	case 5:
-		pool = Table5Cells()
+	case 7:
+		pool = Table7Cells()
 	default:
 		return 0, false
 	}

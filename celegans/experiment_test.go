@@ -26,7 +26,7 @@ func TestTableCells(t *testing.T) {
 		labels []string
 	}{
 		{"table3", Table3Cells(), 3, []string{"40-easy", "40-hard", "30-easy", "30-hard", "20-easy", "20-hard", "10-easy", "10-hard"}},
-		{"table5", Table5Cells(), 5, []string{"10c-1w", "10c-4w", "30c-1w", "30c-4w", "45c-1w", "45c-4w", "60c-1w", "60c-4w"}},
+		{"table7", Table7Cells(), 7, []string{"10c-1w", "10c-4w", "30c-1w", "30c-4w", "45c-1w", "45c-4w", "60c-1w", "60c-4w"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			require.Len(t, tc.cells, len(tc.labels))
@@ -40,7 +40,7 @@ func TestTableCells(t *testing.T) {
 		})
 	}
 	// Spot checks against experiments.md, section 4.
-	t3, t5 := Table3Cells(), Table5Cells()
+	t3, t5 := Table3Cells(), Table7Cells()
 	assert.Equal(t, Cell{Table: 3, Label: "40-easy", Header: "40% easy", Worms: 4, Known: 110, Nu: 0.05,
 		Paper: map[Method]float64{MCMC: .85, Rounding: .97, GumbelSinkhorn: .97, GumbelSinkhornNoReg: .96}}, t3[0])
 	assert.Equal(t, 25, t3[7].Known)
@@ -48,7 +48,7 @@ func TestTableCells(t *testing.T) {
 	assert.Equal(t, .26, t3[7].Paper[GumbelSinkhorn])
 	assert.Equal(t, .44, t3[3].Paper[MCMC])
 	assert.Equal(t, 83, t3[3].Known)
-	assert.Equal(t, Cell{Table: 5, Label: "45c-4w", Header: "45 cand. 4w", Worms: 4, Known: 25, Candidates: 45,
+	assert.Equal(t, Cell{Table: 7, Label: "45c-4w", Header: "45 cand. 4w", Worms: 4, Known: 25, Candidates: 45,
 		Paper: map[Method]float64{MCMC: .17, Rounding: .48, GumbelSinkhorn: .51, GumbelSinkhornNoReg: .44}}, t5[5])
 	assert.Equal(t, 1, t5[0].Worms)
 	assert.Equal(t, .77, t5[0].Paper[Rounding])
@@ -70,10 +70,10 @@ func TestSelectCells(t *testing.T) {
 		err    string
 	}{
 		{"3", []string{"10-hard", "40-easy"}, []string{"t3/40-easy", "t3/10-hard"}, ""},
-		{"all", []string{"t5/60c-1w", "30-easy"}, []string{"t3/30-easy", "t5/60c-1w"}, ""},
-		{"", []string{" 10c-4w"}, []string{"t5/10c-4w"}, ""},
-		{"5", []string{"40-easy"}, nil, `no cell "40-easy"`},
-		{"4", nil, nil, "table must be 3, 5 or all"},
+		{"all", []string{"t7/60c-1w", "30-easy"}, []string{"t3/30-easy", "t7/60c-1w"}, ""},
+		{"", []string{" 10c-4w"}, []string{"t7/10c-4w"}, ""},
+		{"7", []string{"40-easy"}, nil, `no cell "40-easy"`},
+		{"4", nil, nil, "table must be 3, 7 or all"},
 	} {
 		got, err := SelectCells(tc.table, tc.labels)
 		if tc.err != "" {
@@ -89,7 +89,7 @@ func TestSelectCells(t *testing.T) {
 }
 
 // The paper's grid resolves on the default synthetic worm: widths for the
-// Table 5 targets, and problems for a cell of each table.
+// Table 7 targets, and problems for a cell of each table.
 func TestPaperGridPlans(t *testing.T) {
 	c, err := Synthetic(0, 1)
 	require.NoError(t, err)

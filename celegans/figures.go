@@ -21,7 +21,7 @@ type errPoints struct {
 }
 
 // AccuracyFigure plots the accuracy over all neurons of every method on the
-// cells of one table of the summary (3, 5, or 0 for cells of one's own): for
+// cells of one table of the summary (3, 7, or 0 for cells of one's own): for
 // each cell, one filled circle per method at the mean over seeds with an
 // error bar of ± one standard deviation, and a cross of the same colour at the
 // value published in the seed paper.

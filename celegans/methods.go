@@ -19,7 +19,7 @@ import (
 // Method names an inference method for the neural identification problem.
 type Method string
 
-// The methods of the seed paper's Tables 3 and 5.
+// The methods of the seed paper's Tables 3 and 7.
 const (
 	GumbelSinkhorn      Method = "gumbel-sinkhorn"       // GS VI with the Gumbel-space KL
 	GumbelSinkhornNoReg Method = "gumbel-sinkhorn-noreg" // the same without the KL term

@@ -2,7 +2,7 @@
 // gradient step on the C. elegans neural identification problem with a
 // straightforward PyTorch implementation of the same step.
 //
-// The problem is the "hard" setting of the seed paper's Table 5 with 4 worms:
+// The problem is the "hard" setting of the seed paper's Table 7 with 4 worms:
 // a synthetic worm of N = 279 neurons, T = 1000 time steps per worm, 25 known
 // neurons per worm and position masks of width ν = 0.1. One step draws K = 1
 // sample of the four relaxed permutations P_j = S^L((X_j + ε_j)/τ) (τ = 0.5,

@@ -1,5 +1,5 @@
 // Command celegans compares the methods of the seed paper on the C. elegans
-// neural identification problem and prints its Tables 3 and 5 with our
+// neural identification problem and prints its Tables 3 and 7 with our
 // numbers next to the published ones.
 //
 // With no flags it runs a quick comparison: every method on one cell of
@@ -27,9 +27,9 @@ import (
 const usage = `Usage: go run ./examples/celegans [flags]
 
 Compares the methods of Mena et al. (2018) on the C. elegans neural
-identification problem, on the grids of the seed paper's Tables 3 and 5.
+identification problem, on the grids of the seed paper's Tables 3 and 7.
 
-Each cell of the seed paper's Tables 3 and 5 is a simulation set-up. For
+Each cell of the seed paper's Tables 3 and 7 is a simulation set-up. For
 each cell and seed s = 1..-seeds, the worms are simulated once (W drawn
 with seed s, T steps per worm) and every method runs on those same worms and
 candidate masks with the same wall-clock budget, one run at a time. The
@@ -49,7 +49,7 @@ Cells (for -cells; a key such as t3/40-easy works too):
   Table 3 (4 worms; 110/83/55/25 known = 40/30/20/10 %; easy nu = 0.05,
     hard nu = 0.1):  40-easy 40-hard 30-easy 30-hard 20-easy 20-hard
     10-easy 10-hard
-  Table 5 (25 known; nu chosen for 10/30/45/60 mean candidates; 1 or 4
+  Table 7 (25 known; nu chosen for 10/30/45/60 mean candidates; 1 or 4
     worms):  10c-1w 10c-4w 30c-1w 30c-4w 45c-1w 45c-4w 60c-1w 60c-4w
 
 Output, in -out: results.jsonl (one line per finished run, appended at
@@ -75,7 +75,7 @@ type options struct {
 func newFlags(o *options, out io.Writer) *flag.FlagSet {
 	fs := flag.NewFlagSet("celegans", flag.ContinueOnError)
 	fs.SetOutput(out)
-	fs.StringVar(&o.table, "table", "", "which table to run: 3, 5 or all (default: the quick comparison, cell 40-easy)")
+	fs.StringVar(&o.table, "table", "", "which table to run: 3, 7 or all (default: the quick comparison, cell 40-easy)")
 	fs.StringVar(&o.cells, "cells", "", "comma-separated cell labels to run, within -table (default: all cells of -table)")
 	fs.IntVar(&o.seeds, "seeds", 1, "number of seeds (independent simulations, each with its own W) per cell")
 	fs.StringVar(&o.connect, "connect", "", "path of the WormAtlas `NeuronConnect.csv` (with -types; default: the synthetic worm)")

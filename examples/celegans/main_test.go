@@ -39,11 +39,11 @@ func TestDefaultOptions(t *testing.T) {
 	assert.Equal(t, celegans.DefaultNeurons, e.Connectome.N())
 	assert.Equal(t, filepath.Join("out", "celegans"), e.OutDir)
 
-	require.NoError(t, newFlags(&o, &bytes.Buffer{}).Parse([]string{"-table", "5", "-cells", "10c-1w, 60c-4w", "-methods", "mcmc,rounding", "-steps", "7", "-sweeps", "9"}))
+	require.NoError(t, newFlags(&o, &bytes.Buffer{}).Parse([]string{"-table", "7", "-cells", "10c-1w, 60c-4w", "-methods", "mcmc,rounding", "-steps", "7", "-sweeps", "9"}))
 	e, err = o.experiment(io.Discard)
 	require.NoError(t, err)
 	require.Len(t, e.Cells, 2)
-	assert.Equal(t, "t5/60c-4w", e.Cells[1].Key())
+	assert.Equal(t, "t7/60c-4w", e.Cells[1].Key())
 	assert.Equal(t, []celegans.Method{celegans.MCMC, celegans.Rounding}, e.Methods)
 	assert.Equal(t, 7, e.Settings.Steps)
 	assert.Equal(t, 9, e.Settings.Sweeps)
@@ -74,7 +74,7 @@ func TestRunTiny(t *testing.T) {
 		t.Skip("runs the real methods")
 	}
 	dir := t.TempDir()
-	args := []string{"-neurons", "40", "-table", "5", "-cells", "10c-1w", "-T", "100", "-budget", "10s",
+	args := []string{"-neurons", "40", "-table", "7", "-cells", "10c-1w", "-T", "100", "-budget", "10s",
 		"-steps", "20", "-sweeps", "20", "-methods", "mcmc,gumbel-sinkhorn", "-out", dir}
 	var stdout, stderr bytes.Buffer
 	require.Equal(t, 0, run(context.Background(), args, &stdout, &stderr), stderr.String())
@@ -83,8 +83,8 @@ func TestRunTiny(t *testing.T) {
 	assert.Regexp(t, `\| MCMC \| [01]\.\d{3} \(\.34\) \|`, out)
 	assert.Regexp(t, `\| Gumbel-Sinkhorn \| [01]\.\d{3} \(\.79\) \|`, out)
 	assert.Contains(t, out, "Wall time")
-	assert.Contains(t, stderr.String(), "[2/2] t5/10c-1w seed 1 gumbel-sinkhorn: accuracy")
-	for _, name := range []string{celegans.ResultsFile, celegans.SummaryFile, celegans.ReportFile, "accuracy_table5.png", "trace_t5_10c-1w.png"} {
+	assert.Contains(t, stderr.String(), "[2/2] t7/10c-1w seed 1 gumbel-sinkhorn: accuracy")
+	for _, name := range []string{celegans.ResultsFile, celegans.SummaryFile, celegans.ReportFile, "accuracy_table7.png", "trace_t7_10c-1w.png"} {
 		assert.FileExists(t, filepath.Join(dir, name))
 	}
 	results, err := os.ReadFile(filepath.Join(dir, celegans.ResultsFile))
