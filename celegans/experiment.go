@@ -228,7 +228,11 @@ const (
 type Experiment struct {
 	Cells   []Cell
 	Methods []Method // nil means Methods
-	Seeds   int      // seeds 1, ..., Seeds; 0 means 1
+	Seeds   int      // number of seeds; 0 means 1
+	// SeedStart is the first seed: the runs use seeds SeedStart, …,
+	// SeedStart+Seeds-1 (0 means 1). The reported tables use seeds 1-5;
+	// the hyperparameters were chosen on seeds 101-104.
+	SeedStart int
 
 	// Connectome is the worm; nil means Synthetic(0, 1). ConnectomeName
 	// describes it in reports.
@@ -339,6 +343,9 @@ func (e *Experiment) defaults() (*Experiment, error) {
 	if x.Seeds == 0 {
 		x.Seeds = 1
 	}
+	if x.SeedStart == 0 {
+		x.SeedStart = 1
+	}
 	if x.Connectome == nil {
 		c, err := Synthetic(0, 1)
 		if err != nil {
@@ -368,6 +375,8 @@ func (e *Experiment) defaults() (*Experiment, error) {
 		return nil, errors.New("celegans: Experiment: no methods")
 	case x.Seeds < 0:
 		return nil, fmt.Errorf("celegans: Experiment: Seeds must be >= 0, got %d", x.Seeds)
+	case x.SeedStart < 0:
+		return nil, fmt.Errorf("celegans: Experiment: SeedStart must be >= 0, got %d", x.SeedStart)
 	case x.T < 2:
 		return nil, fmt.Errorf("celegans: Experiment: T must be >= 2, got %d", x.T)
 	case x.Settings.Budget < 0:
@@ -581,7 +590,7 @@ func (e *Experiment) Run(ctx context.Context) (*Summary, error) {
 	var groups []group
 	var found []Task
 	for _, c := range cells {
-		for seed := 1; seed <= x.Seeds; seed++ {
+		for _, seed := range x.seeds() {
 			g := group{cell: c, seed: seed}
 			for _, m := range x.Methods {
 				t := Task{Cell: c.Key(), Seed: seed, Method: m}
@@ -818,6 +827,16 @@ func (s *recordStore) failures(configs map[string]bool, done map[Task]*Record) [
 	out := make([]*Record, 0, len(order))
 	for _, t := range order {
 		out = append(out, last[t])
+	}
+	return out
+}
+
+// seeds returns the seeds of the experiment in order, after Run has set
+// the defaults.
+func (e *Experiment) seeds() []int {
+	out := make([]int, e.Seeds)
+	for i := range out {
+		out[i] = e.SeedStart + i
 	}
 	return out
 }

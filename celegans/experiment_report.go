@@ -23,6 +23,7 @@ type Summary struct {
 	Edges      int           `json:"edges"`
 	T          int           `json:"T"`
 	Seeds      int           `json:"seeds"`
+	SeedStart  int           `json:"seed_start"`
 	Budget     time.Duration `json:"budget_ns"` // per run, the same for every method
 	Settings   Settings      `json:"settings"`
 	Methods    []Method      `json:"methods"`
@@ -80,7 +81,7 @@ func (s *Summary) Records() []*Record { return s.records }
 func (e *Experiment) summarize(cells []plannedCell, done map[Task]*Record, failures []*Record) *Summary {
 	s := &Summary{
 		Connectome: e.ConnectomeName, Neurons: e.Connectome.N(), Edges: e.Connectome.Edges(),
-		T: e.T, Seeds: e.Seeds, Budget: e.Settings.Budget, Settings: e.Settings,
+		T: e.T, Seeds: e.Seeds, SeedStart: e.SeedStart, Budget: e.Settings.Budget, Settings: e.Settings,
 		Methods: append([]Method(nil), e.Methods...),
 	}
 	inGrid := make(map[Task]bool)
@@ -91,7 +92,7 @@ func (e *Experiment) summarize(cells []plannedCell, done map[Task]*Record, failu
 		})
 		for _, m := range e.Methods {
 			var recs []*Record
-			for seed := 1; seed <= e.Seeds; seed++ {
+			for _, seed := range e.seeds() {
 				t := Task{Cell: c.Key(), Seed: seed, Method: m}
 				inGrid[t] = true
 				if r := done[t]; r != nil {
@@ -105,7 +106,7 @@ func (e *Experiment) summarize(cells []plannedCell, done map[Task]*Record, failu
 		}
 	}
 	for _, c := range cells {
-		for seed := 1; seed <= e.Seeds; seed++ {
+		for _, seed := range e.seeds() {
 			for _, m := range e.Methods {
 				if r := done[Task{Cell: c.Key(), Seed: seed, Method: m}]; r != nil {
 					s.records = append(s.records, r)
@@ -203,7 +204,7 @@ func (s *Summary) tables() ([]int, map[int][]CellInfo) {
 // failed runs.
 func (s *Summary) Markdown() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "Connectome: %s, %d neurons, %d edges; T = %d; %d seed(s).\n", s.Connectome, s.Neurons, s.Edges, s.T, s.Seeds)
+	fmt.Fprintf(&b, "Connectome: %s, %d neurons, %d edges; T = %d; %s.\n", s.Connectome, s.Neurons, s.Edges, s.T, seedRange(s.SeedStart, s.Seeds))
 	fmt.Fprintf(&b, "Every method gets the same wall-clock budget per run: %s (MCMC's is not smaller than VI's), "+
 		"and stops earlier after %d VI steps or %d MCMC sweeps. Runs are sequential.\n", budgetText(s.Budget), s.Settings.Steps, s.Settings.Sweeps)
 	fmt.Fprintf(&b, "Entries: mean ± sd over seeds of the fraction of neurons identified correctly, from the matching of the posterior mean; "+
@@ -404,4 +405,13 @@ func writeFileAtomic(path string, data []byte) error {
 		return fmt.Errorf("celegans: Experiment: %w", err)
 	}
 	return nil
+}
+
+// seedRange describes n seeds from start: "5 seed(s)" for the usual seeds
+// 1-5, with the range when they start elsewhere.
+func seedRange(start, n int) string {
+	if start <= 1 {
+		return fmt.Sprintf("%d seed(s)", n)
+	}
+	return fmt.Sprintf("%d seed(s), %d-%d", n, start, start+n-1)
 }

@@ -340,6 +340,7 @@ func TestExperimentResume(t *testing.T) {
 	assert.Equal(t, 3, en.Runs)
 	assert.InDelta(t, 0.2, en.Accuracy, 1e-12)
 
+
 	// Other settings: old records are ignored, with a note.
 	f5 := newFakeSolver(2)
 	e = smallExperiment(t, dir, f5)
@@ -368,6 +369,19 @@ func TestExperimentResume(t *testing.T) {
 		require.True(t, ok)
 		assert.Equal(t, 2, en.Runs, m)
 	}
+
+	// Another seed range (the tuning seeds, say) runs those seeds only and
+	// reports them alone.
+	f7 := newFakeSolver(2)
+	e = smallExperiment(t, dir, f7)
+	e.Seeds, e.SeedStart = 2, 101
+	sum, err = e.Run(context.Background())
+	require.NoError(t, err)
+	assert.Equal(t, 8, f7.calls, "2 new seeds x 2 cells x 2 methods")
+	for _, r := range sum.Records() {
+		assert.Contains(t, []int{101, 102}, r.Seed)
+	}
+	assert.Equal(t, 101, sum.SeedStart)
 }
 
 func TestExperimentFailures(t *testing.T) {

@@ -68,8 +68,11 @@ Flags:
 // options are the parsed flags.
 type options struct {
 	table, cells, connect, types, out, methods, traceCell string
-	seeds, neurons, steps, sweeps, t, trace               int
+	seeds, seedStart, neurons, steps, sweeps, t, trace    int
 	budget                                                time.Duration
+	// hyper holds the method hyperparameters, one flag each, starting from
+	// celegans.DefaultSettings (the settings of the reported tables).
+	hyper celegans.Settings
 }
 
 func newFlags(o *options, out io.Writer) *flag.FlagSet {
@@ -78,6 +81,7 @@ func newFlags(o *options, out io.Writer) *flag.FlagSet {
 	fs.StringVar(&o.table, "table", "", "which table to run: 3, 7 or all (default: the quick comparison, cell 40-easy)")
 	fs.StringVar(&o.cells, "cells", "", "comma-separated cell labels to run, within -table (default: all cells of -table)")
 	fs.IntVar(&o.seeds, "seeds", 1, "number of seeds (independent simulations, each with its own W) per cell")
+	fs.IntVar(&o.seedStart, "seed-start", 1, "first seed: runs use seeds seed-start … seed-start+seeds-1 (the tables use 1-5, the hyperparameters were tuned on 101-104)")
 	fs.StringVar(&o.connect, "connect", "", "path of the WormAtlas `NeuronConnect.csv` (with -types; default: the synthetic worm)")
 	fs.StringVar(&o.types, "types", "", "path of the WormAtlas `NeuronType.csv` (soma positions; with -connect)")
 	fs.IntVar(&o.neurons, "neurons", celegans.DefaultNeurons, "neurons of the synthetic worm, when no -connect/-types are given")
@@ -89,6 +93,24 @@ func newFlags(o *options, out io.Writer) *flag.FlagSet {
 	fs.IntVar(&o.t, "T", celegans.DefaultT, "time steps recorded per worm")
 	fs.IntVar(&o.trace, "trace", 5, "record the accuracy every this many steps or sweeps, for the accuracy-time figure (0: off)")
 	fs.StringVar(&o.traceCell, "trace-cell", "", "cell of the accuracy-time figure (default: the first cell run)")
+
+	// Hyperparameters of the methods (celegans.Settings), defaults as in the
+	// reported tables.
+	def := celegans.DefaultSettings()
+	o.hyper = def
+	h := &o.hyper
+	fs.IntVar(&h.K, "k", def.K, "variational methods: samples per ELBO step")
+	fs.Float64Var(&h.LR, "lr", def.LR, "variational methods: Adam learning rate")
+	fs.Float64Var(&h.Tau, "tau", def.Tau, "Gumbel-Sinkhorn: temperature τ of q(P) = GS(X, τ)")
+	fs.Float64Var(&h.TauPrior, "tau-prior", def.TauPrior, "Gumbel-Sinkhorn: prior temperature of the Gumbel-space KL")
+	fs.IntVar(&h.Iters, "iters", def.Iters, "variational methods: Sinkhorn iterations L")
+	fs.Float64Var(&h.SigmaW, "sigma-w", def.SigmaW, "prior standard deviation of each non-zero entry of W (every method)")
+	fs.Float64Var(&h.WStd0, "w-std0", def.WStd0, "variational methods: initial standard deviation of q(W)")
+	fs.IntVar(&h.Mean, "mean-samples", def.Mean, "variational methods: samples averaged for the posterior mean of P")
+	fs.IntVar(&h.PlateauWindow, "plateau-window", def.PlateauWindow, "Gumbel-Sinkhorn: restart a fit whose ELBO stopped rising over this many steps (0: one fit)")
+	fs.Float64Var(&h.RoundTau, "round-tau", def.RoundTau, "rounding VI: interpolation towards the rounded permutation, in (0, 1]")
+	fs.Float64Var(&h.RoundNoise, "round-noise", def.RoundNoise, "rounding VI: initial noise scale of Ψ")
+	fs.Float64Var(&h.PriorStd, "prior-std", def.PriorStd, "rounding VI: standard deviation of each component of the entry prior")
 	return fs
 }
 
@@ -121,7 +143,10 @@ func (o *options) experiment(warn io.Writer) (*celegans.Experiment, error) {
 	if o.out == "" {
 		return nil, errors.New("-out must not be empty")
 	}
-	e := &celegans.Experiment{Seeds: o.seeds, T: o.t, OutDir: o.out, TraceCell: o.traceCell}
+	if o.seedStart < 1 {
+		return nil, fmt.Errorf("-seed-start must be >= 1, got %d", o.seedStart)
+	}
+	e := &celegans.Experiment{Seeds: o.seeds, SeedStart: o.seedStart, T: o.t, OutDir: o.out, TraceCell: o.traceCell}
 
 	var err error
 	labels := splitList(o.cells)
@@ -164,7 +189,7 @@ func (o *options) experiment(warn io.Writer) (*celegans.Experiment, error) {
 		return nil, err
 	}
 
-	s := celegans.DefaultSettings()
+	s := o.hyper
 	s.Budget = o.budget
 	if o.steps > 0 {
 		s.Steps = o.steps

@@ -47,6 +47,29 @@ func TestDefaultOptions(t *testing.T) {
 	assert.Equal(t, []celegans.Method{celegans.MCMC, celegans.Rounding}, e.Methods)
 	assert.Equal(t, 7, e.Settings.Steps)
 	assert.Equal(t, 9, e.Settings.Sweeps)
+	assert.Equal(t, 1, e.SeedStart)
+	want := celegans.DefaultSettings()
+	want.Budget, want.Steps, want.Sweeps, want.TraceEvery = e.Settings.Budget, 7, 9, 5
+	assert.Equal(t, want, e.Settings, "every hyperparameter defaults to the reported tables' settings")
+}
+
+func TestHyperparameterFlags(t *testing.T) {
+	var o options
+	require.NoError(t, newFlags(&o, &bytes.Buffer{}).Parse([]string{
+		"-seed-start", "101", "-seeds", "4", "-tau", "0.5", "-tau-prior", "2", "-lr", "0.05", "-k", "3",
+		"-iters", "10", "-sigma-w", "0.3", "-w-std0", "0.1", "-mean-samples", "7", "-plateau-window", "0",
+		"-round-tau", "0.4", "-round-noise", "0.2", "-prior-std", "0.25"}))
+	e, err := o.experiment(io.Discard)
+	require.NoError(t, err)
+	assert.Equal(t, 101, e.SeedStart)
+	assert.Equal(t, 4, e.Seeds)
+	s := e.Settings
+	assert.Equal(t, []float64{0.5, 2, 0.05, 0.3, 0.1, 0.4, 0.2, 0.25}, []float64{s.Tau, s.TauPrior, s.LR, s.SigmaW, s.WStd0, s.RoundTau, s.RoundNoise, s.PriorStd})
+	assert.Equal(t, []int{3, 10, 7, 0}, []int{s.K, s.Iters, s.Mean, s.PlateauWindow})
+
+	require.NoError(t, newFlags(&o, &bytes.Buffer{}).Parse([]string{"-seed-start", "0"}))
+	_, err = o.experiment(io.Discard)
+	assert.ErrorContains(t, err, "-seed-start")
 }
 
 func TestBadArguments(t *testing.T) {
