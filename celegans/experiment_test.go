@@ -340,7 +340,6 @@ func TestExperimentResume(t *testing.T) {
 	assert.Equal(t, 3, en.Runs)
 	assert.InDelta(t, 0.2, en.Accuracy, 1e-12)
 
-
 	// Other settings: old records are ignored, with a note.
 	f5 := newFakeSolver(2)
 	e = smallExperiment(t, dir, f5)
