@@ -338,12 +338,12 @@ func solveOne(ctx context.Context, g *Grid, inst any, t Task) (Result, error) {
 
 // state indexes the records of the grid by task.
 type state struct {
-	g        *Grid
-	best     map[Task]*Record // the kept successful record
-	failed   map[Task]*Record // the latest failure
-	dups     int
-	stale    int
-	inGrid   map[Task]bool
+	g      *Grid
+	best   map[Task]*Record // the kept successful record
+	failed map[Task]*Record // the latest failure
+	dups   int
+	stale  int
+	inGrid map[Task]bool
 }
 
 func newState(g *Grid, recs []*Record) *state {
