@@ -5,8 +5,6 @@
 package celegans
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/binary"
@@ -14,12 +12,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"math"
-	"os"
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/permlab/permlab/compare"
 )
 
 // Cell is one column of the seed paper's Tables 3 and 7: a simulation set-up
@@ -205,9 +203,9 @@ func SelectCells(table string, labels []string) ([]Cell, error) {
 
 // Results are written to these files of Experiment.OutDir.
 const (
-	ResultsFile = "results.jsonl" // one Record per line, appended as runs finish
-	SummaryFile = "summary.json"  // the Summary of the last Run
-	ReportFile  = "report.md"     // the Summary's markdown tables
+	ResultsFiles = compare.ResultsPattern // one file per process, one record per line, appended as runs finish
+	SummaryFile  = "summary.json"         // the Summary of the last Run
+	ReportFile   = "report.md"            // the Summary's markdown tables
 )
 
 // Experiment runs methods on a grid of cells and seeds, following the
@@ -222,7 +220,8 @@ const (
 // that a budget is a fair share of the machine.
 //
 // With OutDir set, every finished run is appended at once to
-// OutDir/results.jsonl, and runs already recorded there with the same
+// OutDir/results-*.jsonl (package compare: one file per process, so that
+// shards on a cluster never share one), and runs already recorded there with the same
 // configuration are skipped, so an interrupted experiment resumes where it
 // stopped. Failed runs are recorded too, but are tried again on the next Run.
 type Experiment struct {
@@ -242,7 +241,7 @@ type Experiment struct {
 	T        int      // time steps per worm; 0 means DefaultT
 	Settings Settings // the zero value means DefaultSettings()
 
-	// OutDir receives results.jsonl, summary.json, report.md and the
+	// OutDir receives the results files, summary.json, report.md and the
 	// figures; "" keeps everything in memory (no resume).
 	OutDir string
 	// TraceCell is the key (or label) of the cell whose accuracy against
@@ -251,6 +250,12 @@ type Experiment struct {
 	// Progress, if not nil, is called from Run's goroutine as runs start,
 	// finish, fail or are skipped.
 	Progress func(Event)
+
+	// Shard restricts Run to one shard of the grid (see package compare):
+	// the zero value runs everything and writes the reports. Worker names
+	// this process in the results ("" means host-pid).
+	Shard  compare.Shard
+	Worker string
 
 	// solve is Solve; tests replace it.
 	solve func(ctx context.Context, p *Problem, m Method, s Settings, seed uint64) (*Outcome, error)
@@ -289,7 +294,8 @@ type Event struct {
 	Message string        // EventPlan and EventInfo
 }
 
-// Record is the result of one run, as stored in results.jsonl.
+// Record is the result of one run, as stored in the Extra field of a
+// compare.Record in the results files.
 type Record struct {
 	Cell   string `json:"cell"` // Cell.Key()
 	Table  int    `json:"table"`
@@ -316,6 +322,12 @@ type Record struct {
 	// reused.
 	Config   string    `json:"config"`
 	Finished time.Time `json:"finished"`
+
+	// Where the run happened, from the results file (not stored twice).
+	Worker     string `json:"-"`
+	Attempt    int    `json:"-"`
+	GOMAXPROCS int    `json:"-"`
+	CPU        string `json:"-"`
 }
 
 // TraceRecord is a TracePoint in seconds.
@@ -545,117 +557,94 @@ func (e *Experiment) Run(ctx context.Context) (*Summary, error) {
 		}
 	}
 
-	var store *recordStore
-	if x.OutDir != "" {
-		if err := os.MkdirAll(x.OutDir, 0o755); err != nil {
-			return nil, fmt.Errorf("celegans: Experiment: %w", err)
-		}
-		store, err = openStore(filepath.Join(x.OutDir, ResultsFile))
-		if err != nil {
-			return nil, err
-		}
-		defer store.close()
-	} else {
-		store = &recordStore{}
-	}
-
-	configs := make(map[string]bool, len(cells)*len(x.Methods))
+	byKey := make(map[string]plannedCell, len(cells))
+	grid := &compare.Grid{Seeds: x.seeds()}
 	for _, c := range cells {
-		for _, cf := range c.config {
-			configs[cf] = true
+		byKey[c.Key()] = c
+		grid.Problems = append(grid.Problems, c.Key())
+	}
+	for _, m := range x.Methods {
+		grid.Methods = append(grid.Methods, string(m))
+	}
+	grid.Setup = func(_ context.Context, cell string, seed int) (any, error) {
+		return x.problem(byKey[cell], seed)
+	}
+	grid.Solve = func(ctx context.Context, inst any, t compare.Task) (compare.Result, error) {
+		c, m, p := byKey[t.Problem], Method(t.Method), inst.(*Problem)
+		out, err := x.solve(ctx, p, m, x.Settings, methodSeed(t.Seed, m))
+		if err != nil && ctx.Err() != nil {
+			return compare.Result{}, err // interrupted, not a result
 		}
-	}
-	done := make(map[Task]*Record)
-	other := 0
-	for _, r := range store.old {
-		switch {
-		case !configs[r.Config]:
-			other++
-		case r.Error == "":
-			done[r.task()] = r
+		rec := newRecord(c, t.Seed, m, p, out, err)
+		if rec.Error != "" {
+			return compare.Result{}, errors.New(rec.Error)
 		}
-	}
-	if other > 0 {
-		emit(Event{Kind: EventInfo, Message: fmt.Sprintf("%d records of %s were made with another configuration (connectome, T, method settings or cell); they are ignored", other, ResultsFile)})
-	}
-
-	// Report the runs found first, then run the others, a cell and seed
-	// (one simulation) at a time.
-	total := len(cells) * x.Seeds * len(x.Methods)
-	type group struct {
-		cell    plannedCell
-		seed    int
-		pending []Method
-	}
-	var groups []group
-	var found []Task
-	for _, c := range cells {
-		for _, seed := range x.seeds() {
-			g := group{cell: c, seed: seed}
-			for _, m := range x.Methods {
-				t := Task{Cell: c.Key(), Seed: seed, Method: m}
-				if done[t] != nil {
-					found = append(found, t)
-				} else {
-					g.pending = append(g.pending, m)
-				}
-			}
-			if len(g.pending) > 0 {
-				groups = append(groups, g)
-			}
-		}
-	}
-	emit(Event{Kind: EventPlan, Total: total, Message: x.describe(cells, total, len(found))})
-	count := 0
-	for _, t := range found {
-		count++
-		emit(Event{Kind: EventSkip, Task: t, Done: count, Total: total, Record: done[t]})
-	}
-	var runErr error
-groups:
-	for _, g := range groups {
-		if err := ctx.Err(); err != nil {
-			runErr = err
-			break
-		}
-		p, err := x.problem(g.cell, g.seed)
+		extra, err := json.Marshal(rec)
 		if err != nil {
-			return nil, err
+			return compare.Result{}, err
 		}
-		for _, m := range g.pending {
-			if err := ctx.Err(); err != nil {
-				runErr = err
-				break groups
-			}
-			t := Task{Cell: g.cell.Key(), Seed: g.seed, Method: m}
-			emit(Event{Kind: EventStart, Task: t, Done: count, Total: total})
-			out, err := x.solve(ctx, p, m, x.Settings, methodSeed(g.seed, m))
-			if ctx.Err() != nil {
-				runErr = ctx.Err()
-				break groups
-			}
-			rec := newRecord(g.cell, g.seed, m, p, out, err)
-			if err := store.append(rec); err != nil {
-				return nil, err
-			}
-			count++
-			kind := EventDone
-			if rec.Error == "" {
-				done[t] = rec
-			} else {
-				kind = EventFail
-			}
-			emit(Event{Kind: kind, Task: t, Done: count, Total: total, Record: rec})
-		}
+		return compare.Result{
+			Metrics:    map[string]float64{"accuracy": rec.Accuracy, "accuracy_unknown": rec.AccuracyUnknown},
+			Iterations: rec.Iterations,
+			Extra:      extra,
+		}, nil
 	}
+	grid.Config = func(cell, method string) string { return byKey[cell].config[Method(method)] }
 
-	sum := x.summarize(cells, done, store.failures(configs, done))
-	if x.OutDir != "" {
+	// Budgets are kept by Solve itself (Settings.Budget), which splits
+	// them between a variational fit and its posterior estimate, so the
+	// grid sets none of its own.
+	opts := compare.Options{Dir: x.OutDir, Shard: x.Shard, Worker: x.Worker}
+	opts.Progress = func(ev compare.Event) {
+		kinds := map[compare.EventKind]EventKind{compare.EventPlan: EventPlan, compare.EventSkip: EventSkip,
+			compare.EventStart: EventStart, compare.EventDone: EventDone, compare.EventFail: EventFail, compare.EventInfo: EventInfo}
+		out := Event{Kind: kinds[ev.Kind], Task: Task{Cell: ev.Task.Problem, Seed: ev.Task.Seed, Method: Method(ev.Task.Method)},
+			Done: ev.Done, Total: ev.Total, Message: ev.Message}
+		if ev.Kind == compare.EventPlan {
+			out.Message = x.describe(cells, ev.Total, ev.Found)
+		}
+		if ev.Record != nil {
+			out.Record = fromCompare(ev.Record, byKey)
+		}
+		emit(out)
+	}
+	res, runErr := compare.Run(ctx, grid, opts)
+	if res == nil {
+		return nil, runErr
+	}
+	done := make(map[Task]*Record, len(res.Records))
+	for _, cr := range res.Records {
+		r := fromCompare(cr, byKey)
+		done[r.task()] = r
+	}
+	var failures []*Record
+	for _, cr := range res.Failures {
+		failures = append(failures, fromCompare(cr, byKey))
+	}
+	sum := x.summarize(cells, done, failures)
+	sum.Duplicates = res.Duplicates
+	// A shard reports nothing: the collector (a run without a shard)
+	// writes the reports of the whole grid.
+	if x.OutDir != "" && x.Shard.Count <= 1 {
 		if err := x.writeReports(sum); err != nil {
 			return sum, err
 		}
 	}
 	return sum, runErr
+}
+
+// fromCompare returns the celegans record stored in a compare record,
+// with the provenance compare adds (worker, attempt, GOMAXPROCS, CPU).
+func fromCompare(cr *compare.Record, cells map[string]plannedCell) *Record {
+	r := &Record{}
+	if len(cr.Extra) == 0 || json.Unmarshal(cr.Extra, r) != nil || r.Cell == "" {
+		c := cells[cr.Problem]
+		r = &Record{Cell: cr.Problem, Table: c.Table, Label: c.Label, Seed: cr.Seed, Method: Method(cr.Method),
+			Worms: c.Worms, Known: c.Known, Nu: c.nu, MeanCandidates: c.mean, Config: cr.Config, Finished: cr.Finished}
+	}
+	r.Error = cr.Error
+	r.Worker, r.Attempt, r.GOMAXPROCS, r.CPU = cr.Worker, cr.Attempt, cr.GOMAXPROCS, cr.CPU
+	return r
 }
 
 func (e *Experiment) describe(cells []plannedCell, total, found int) string {
@@ -665,7 +654,7 @@ func (e *Experiment) describe(cells []plannedCell, total, found int) string {
 	fmt.Fprintf(&b, "connectome: %s, %d neurons, %d edges; T = %d\n", e.ConnectomeName, e.Connectome.N(), e.Connectome.Edges(), e.T)
 	fmt.Fprintf(&b, "budget per run: %s for every method, at most %d VI steps or %d MCMC sweeps", budgetText(s.Budget), s.Steps, s.Sweeps)
 	if e.OutDir != "" {
-		fmt.Fprintf(&b, "\nresults: %s", filepath.Join(e.OutDir, ResultsFile))
+		fmt.Fprintf(&b, "\nresults: %s", filepath.Join(e.OutDir, ResultsFiles))
 	}
 	return b.String()
 }
@@ -729,106 +718,19 @@ func newRecord(c plannedCell, seed int, m Method, p *Problem, out *Outcome, err 
 	return r
 }
 
-// recordStore is the append-only results file.
-type recordStore struct {
-	f   *os.File
-	old []*Record // read at open
-	new []*Record // appended since
-}
-
-// openStore reads the records of path, if it exists, and opens it for
-// appending. Lines that do not parse (a line cut by a crash) are skipped.
-func openStore(path string) (*recordStore, error) {
-	s := &recordStore{}
-	data, err := os.ReadFile(path)
-	if err != nil && !errors.Is(err, os.ErrNotExist) {
-		return nil, fmt.Errorf("celegans: Experiment: %w", err)
-	}
-	s.old = parseRecords(data)
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+// ReadResults returns the records of every results file in dir written by
+// Experiment.Run (one per process: shards and reruns each write their own),
+// in file and line order, skipping lines that do not parse.
+func ReadResults(dir string) ([]*Record, error) {
+	crs, err := compare.ReadRecords(dir)
 	if err != nil {
-		return nil, fmt.Errorf("celegans: Experiment: %w", err)
+		return nil, fmt.Errorf("celegans: ReadResults: %w", err)
 	}
-	s.f = f
-	if len(data) > 0 && data[len(data)-1] != '\n' {
-		// End a line cut short, so the next record starts on its own line.
-		if _, err := f.Write([]byte{'\n'}); err != nil {
-			f.Close()
-			return nil, fmt.Errorf("celegans: Experiment: %w", err)
-		}
+	out := make([]*Record, 0, len(crs))
+	for _, cr := range crs {
+		out = append(out, fromCompare(cr, nil))
 	}
-	return s, nil
-}
-
-func parseRecords(data []byte) []*Record {
-	var out []*Record
-	sc := bufio.NewScanner(bytes.NewReader(data))
-	sc.Buffer(make([]byte, 0, 1<<16), 1<<26)
-	for sc.Scan() {
-		line := bytes.TrimSpace(sc.Bytes())
-		if len(line) == 0 {
-			continue
-		}
-		var r Record
-		if json.Unmarshal(line, &r) != nil || r.Cell == "" || r.Method == "" {
-			continue
-		}
-		out = append(out, &r)
-	}
-	return out
-}
-
-// ReadRecords returns the records of a results file written by
-// Experiment.Run, skipping lines that do not parse.
-func ReadRecords(r io.Reader) ([]*Record, error) {
-	data, err := io.ReadAll(r)
-	if err != nil {
-		return nil, fmt.Errorf("celegans: ReadRecords: %w", err)
-	}
-	return parseRecords(data), nil
-}
-
-func (s *recordStore) append(r *Record) error {
-	s.new = append(s.new, r)
-	if s.f == nil {
-		return nil
-	}
-	line, err := json.Marshal(r)
-	if err != nil {
-		return fmt.Errorf("celegans: Experiment: encoding %s: %w", r.task(), err)
-	}
-	if _, err := s.f.Write(append(line, '\n')); err != nil {
-		return fmt.Errorf("celegans: Experiment: %w", err)
-	}
-	return s.f.Sync()
-}
-
-func (s *recordStore) close() {
-	if s.f != nil {
-		s.f.Close()
-	}
-}
-
-// failures returns the latest failed record of each task of the current
-// configuration that has not succeeded since.
-func (s *recordStore) failures(configs map[string]bool, done map[Task]*Record) []*Record {
-	last := make(map[Task]*Record)
-	var order []Task
-	for _, r := range append(append([]*Record(nil), s.old...), s.new...) {
-		t := r.task()
-		if r.Error == "" || !configs[r.Config] || done[t] != nil {
-			continue
-		}
-		if last[t] == nil {
-			order = append(order, t)
-		}
-		last[t] = r
-	}
-	out := make([]*Record, 0, len(order))
-	for _, t := range order {
-		out = append(out, last[t])
-	}
-	return out
+	return out, nil
 }
 
 // seeds returns the seeds of the experiment in order, after Run has set

@@ -28,7 +28,7 @@ func ExampleTable3Cells() {
 
 // An experiment of one's own on a small synthetic worm: two methods, two
 // seeds, runs limited by step counts rather than time. Run appends each run
-// to results.jsonl in the output directory and writes the report, the
+// to a results file in the output directory and writes the report, the
 // summary and the figures; running it again would find every run done.
 func ExampleExperiment() {
 	c, err := celegans.Synthetic(30, 2)

@@ -28,10 +28,11 @@ type Summary struct {
 	Settings   Settings      `json:"settings"`
 	Methods    []Method      `json:"methods"`
 	Cells      []CellInfo    `json:"cells"`
-	Entries    []Entry       `json:"entries"`  // one per (cell, method) with at least one run, cells then methods
-	Failures   []*Record     `json:"failures"` // failed runs not yet redone
-	Missing    int           `json:"missing"`  // tasks of the grid neither done nor failed
-	Figures    []string      `json:"figures"`  // PNG files written to OutDir
+	Entries    []Entry       `json:"entries"`    // one per (cell, method) with at least one run, cells then methods
+	Failures   []*Record     `json:"failures"`   // failed runs not yet redone
+	Missing    int           `json:"missing"`    // tasks of the grid neither done nor failed
+	Duplicates int           `json:"duplicates"` // extra successful records of a task (a shard run twice), ignored
+	Figures    []string      `json:"figures"`    // PNG files written to OutDir
 
 	records []*Record // successful runs of the grid, for figures
 }

@@ -202,10 +202,17 @@ func collectNotes(e *Experiment) *[]string {
 	return &notes
 }
 
-func countLines(t *testing.T, path string) int {
-	data, err := os.ReadFile(path)
+// resultLines counts the lines of every results file in dir.
+func resultLines(t *testing.T, dir string) int {
+	names, err := filepath.Glob(filepath.Join(dir, ResultsFiles))
 	require.NoError(t, err)
-	return bytes.Count(data, []byte{'\n'})
+	n := 0
+	for _, name := range names {
+		data, err := os.ReadFile(name)
+		require.NoError(t, err)
+		n += bytes.Count(data, []byte{'\n'})
+	}
+	return n
 }
 
 func TestExperimentSummary(t *testing.T) {
@@ -217,7 +224,7 @@ func TestExperimentSummary(t *testing.T) {
 	sum, err := e.Run(context.Background())
 	require.NoError(t, err)
 	assert.Equal(t, 8, f.calls)
-	assert.Equal(t, 8, countLines(t, filepath.Join(dir, ResultsFile)))
+	assert.Equal(t, 8, resultLines(t, dir))
 	require.Len(t, sum.Entries, 4)
 	assert.Zero(t, sum.Missing)
 	assert.Empty(t, sum.Failures)
@@ -292,12 +299,15 @@ func TestExperimentResume(t *testing.T) {
 	sum, err := e.Run(ctx)
 	require.ErrorIs(t, err, context.Canceled)
 	require.NotNil(t, sum, "a cancelled run still reports what is done")
-	assert.Equal(t, 3, countLines(t, filepath.Join(dir, ResultsFile)))
+	assert.Equal(t, 3, resultLines(t, dir))
 	assert.Equal(t, 5, sum.Missing)
 	assert.FileExists(t, filepath.Join(dir, ReportFile))
 
 	// A line cut by a crash is skipped, and the next record starts on a new line.
-	fh, err := os.OpenFile(filepath.Join(dir, ResultsFile), os.O_APPEND|os.O_WRONLY, 0)
+	files, err := filepath.Glob(filepath.Join(dir, ResultsFiles))
+	require.NoError(t, err)
+	require.Len(t, files, 1, "one process, one results file")
+	fh, err := os.OpenFile(files[0], os.O_APPEND|os.O_WRONLY, 0)
 	require.NoError(t, err)
 	_, err = fh.WriteString(`{"cell":"a","seed":2,"meth`)
 	require.NoError(t, err)
@@ -317,9 +327,7 @@ func TestExperimentResume(t *testing.T) {
 	assert.Equal(t, 3, skips)
 	assert.Zero(t, sum.Missing)
 	assert.Len(t, sum.Entries, 4)
-	data, err := os.ReadFile(filepath.Join(dir, ResultsFile))
-	require.NoError(t, err)
-	recs, err := ReadRecords(bytes.NewReader(data))
+	recs, err := ReadResults(dir)
 	require.NoError(t, err)
 	assert.Len(t, recs, 8, "the torn line is dropped, every run recorded once")
 
@@ -350,7 +358,8 @@ func TestExperimentResume(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, 8, f5.calls)
 	require.Len(t, *notes, 1)
-	assert.Contains(t, (*notes)[0], "12 records")
+	// The 8 records of this grid's tasks (2 seeds); seed 3's are outside it.
+	assert.Contains(t, (*notes)[0], "8 records")
 
 	// A setting that only Gumbel-Sinkhorn uses: only its runs are redone.
 	f6 := newFakeSolver(2)
@@ -503,7 +512,8 @@ func TestExperimentSolve(t *testing.T) {
 		assert.GreaterOrEqual(t, r.Accuracy, 10.0/30, "%s: the known neurons are always right", r.Method)
 		assert.NotEmpty(t, r.Trace, r.Method)
 	}
-	for _, name := range []string{ResultsFile, SummaryFile, ReportFile, "accuracy.png", "trace_a.png"} {
+	assert.Equal(t, 2, resultLines(t, dir), "one line per run")
+	for _, name := range []string{SummaryFile, ReportFile, "accuracy.png", "trace_a.png"} {
 		assert.FileExists(t, filepath.Join(dir, name))
 	}
 	assert.True(t, strings.HasPrefix(sum.Markdown(), "Connectome: synthetic 30, 30 neurons"))

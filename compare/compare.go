@@ -95,6 +95,7 @@ type Event struct {
 	Kind        EventKind
 	Task        Task
 	Done, Total int // tasks of this process finished or skipped, and in all
+	Found       int // EventPlan: tasks found done, reported next as EventSkip
 	Record      *Record
 	Message     string
 }
@@ -235,19 +236,18 @@ func Run(ctx context.Context, g *Grid, o Options) (*Summary, error) {
 		}
 	}
 	total := len(mine) * len(g.Methods)
-	done := 0
 	type pending struct {
 		gr      group
 		methods []string
 	}
 	var work []pending
+	var found []Task
 	for _, gr := range mine {
 		p := pending{gr: gr}
 		for _, m := range g.Methods {
 			t := Task{gr.problem, gr.seed, m}
-			if r := st.best[t]; r != nil {
-				done++
-				emit(Event{Kind: EventSkip, Task: t, Done: done, Total: total, Record: r})
+			if st.best[t] != nil {
+				found = append(found, t)
 			} else {
 				p.methods = append(p.methods, m)
 			}
@@ -256,7 +256,12 @@ func Run(ctx context.Context, g *Grid, o Options) (*Summary, error) {
 			work = append(work, p)
 		}
 	}
-	emit(Event{Kind: EventPlan, Total: total, Done: done, Message: fmt.Sprintf("%s: %d tasks, %d done, %d to run", o.Shard, total, done, total-done)})
+	emit(Event{Kind: EventPlan, Total: total, Found: len(found), Message: fmt.Sprintf("%s: %d tasks, %d done, %d to run", o.Shard, total, len(found), total-len(found))})
+	done := 0
+	for _, t := range found {
+		done++
+		emit(Event{Kind: EventSkip, Task: t, Done: done, Total: total, Record: st.best[t]})
+	}
 
 	var out *resultsFile
 	if o.Dir != "" && len(work) > 0 {

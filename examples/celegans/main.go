@@ -17,11 +17,13 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"syscall"
 	"time"
 
 	"github.com/permlab/permlab/celegans"
+	"github.com/permlab/permlab/compare"
 )
 
 const usage = `Usage: go run ./examples/celegans [flags]
@@ -52,8 +54,8 @@ Cells (for -cells; a key such as t3/40-easy works too):
   Table 7 (25 known; nu chosen for 10/30/45/60 mean candidates; 1 or 4
     worms):  10c-1w 10c-4w 30c-1w 30c-4w 45c-1w 45c-4w 60c-1w 60c-4w
 
-Output, in -out: results.jsonl (one line per finished run, appended at
-once), summary.json, report.md (the tables printed at the end),
+Output, in -out: results-*.jsonl (one file per process, one line per
+finished run, appended at once), summary.json, report.md (the tables printed at the end),
 accuracy_table*.png (accuracy per method and cell, paper values as crosses)
 and trace_*.png (accuracy against wall time on -trace-cell).
 
@@ -61,6 +63,22 @@ Interrupting (Ctrl-C) keeps every finished run; running the same command
 again with the same -out skips the runs already done (runs made with other
 settings, T or connectome are ignored, not reused). Delete -out to start
 over.
+
+On a cluster or on several cores: the grid splits into shards, a (cell,
+seed) group each, group g going to shard g mod n. Every shard writes its own
+results file in -out (which must be shared storage), and a run without
+-shard afterwards collects them and writes the reports.
+
+  -shard i/n                 run shard i of n
+  -shards n                  run the shard whose index the scheduler sets
+                             (JOB_COMPLETION_INDEX on a Kubernetes Indexed
+                             Job, SLURM_ARRAY_TASK_ID on a Slurm array)
+  -workers k                 run k shards here as processes pinned to
+                             disjoint cores (-cores-per-worker each), then
+                             collect
+
+Give every run exclusive cores: budgets are wall-clock. See deploy/ for a
+Kubernetes Indexed Job and a Slurm array script.
 
 Flags:
 `
@@ -70,6 +88,8 @@ type options struct {
 	table, cells, connect, types, out, methods, traceCell string
 	seeds, seedStart, neurons, steps, sweeps, t, trace    int
 	budget                                                time.Duration
+	shard                                                 string
+	shards, workers, perWork                              int
 	// hyper holds the method hyperparameters, one flag each, starting from
 	// celegans.DefaultSettings (the settings of the reported tables).
 	hyper celegans.Settings
@@ -93,6 +113,11 @@ func newFlags(o *options, out io.Writer) *flag.FlagSet {
 	fs.IntVar(&o.t, "T", celegans.DefaultT, "time steps recorded per worm")
 	fs.IntVar(&o.trace, "trace", 5, "record the accuracy every this many steps or sweeps, for the accuracy-time figure (0: off)")
 	fs.StringVar(&o.traceCell, "trace-cell", "", "cell of the accuracy-time figure (default: the first cell run)")
+
+	fs.StringVar(&o.shard, "shard", "", "run only shard `i/n` of the grid (see the text above)")
+	fs.IntVar(&o.shards, "shards", 0, "number of shards, when the scheduler gives the index in JOB_COMPLETION_INDEX or SLURM_ARRAY_TASK_ID")
+	fs.IntVar(&o.workers, "workers", 0, "run the grid as this many local shard processes pinned to disjoint cores, then collect")
+	fs.IntVar(&o.perWork, "cores-per-worker", 1, "cores (and GOMAXPROCS) of each -workers process")
 
 	// Hyperparameters of the methods (celegans.Settings), defaults as in the
 	// reported tables.
@@ -143,12 +168,15 @@ func (o *options) experiment(warn io.Writer) (*celegans.Experiment, error) {
 	if o.out == "" {
 		return nil, errors.New("-out must not be empty")
 	}
+	var err error
 	if o.seedStart < 1 {
 		return nil, fmt.Errorf("-seed-start must be >= 1, got %d", o.seedStart)
 	}
 	e := &celegans.Experiment{Seeds: o.seeds, SeedStart: o.seedStart, T: o.t, OutDir: o.out, TraceCell: o.traceCell}
+	if e.Shard, err = o.shardOf(); err != nil {
+		return nil, err
+	}
 
-	var err error
 	labels := splitList(o.cells)
 	switch {
 	case o.table == "" && len(labels) == 0:
@@ -202,6 +230,57 @@ func (o *options) experiment(warn io.Writer) (*celegans.Experiment, error) {
 	return e, nil
 }
 
+// shardOf returns the shard the flags and environment select.
+func (o *options) shardOf() (compare.Shard, error) {
+	sh, err := compare.ParseShard(o.shard)
+	if err != nil {
+		return sh, err
+	}
+	if o.shards > 0 {
+		if o.shard != "" {
+			return sh, errors.New("-shard and -shards exclude each other")
+		}
+		env, ok, err := compare.ShardFromEnv(o.shards)
+		if err != nil {
+			return sh, err
+		}
+		if !ok {
+			return sh, fmt.Errorf("-shards %d: neither %s nor %s is set", o.shards, compare.EnvKubernetesIndex, compare.EnvSlurmIndex)
+		}
+		sh = env
+	}
+	if o.workers != 0 && (sh.Count > 1 || o.workers < 1 || o.perWork < 1) {
+		return sh, errors.New("-workers needs a count >= 1 and -cores-per-worker >= 1, and no -shard")
+	}
+	return sh, nil
+}
+
+// runWorkers runs the grid as -workers local shard processes of this same
+// program, each pinned to its own cores.
+func runWorkers(ctx context.Context, o *options, args []string, stderr io.Writer) error {
+	exe, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	var rest []string
+	for i := 0; i < len(args); i++ {
+		a := strings.TrimLeft(args[i], "-")
+		name, _, hasValue := strings.Cut(a, "=")
+		if name == "workers" || name == "cores-per-worker" {
+			if !hasValue {
+				i++ // skip the value
+			}
+			continue
+		}
+		rest = append(rest, args[i])
+	}
+	w := &compare.Workers{Count: o.workers, CPUsPerWorker: o.perWork, Command: append([]string{exe}, rest...), Stdout: stderr, Stderr: stderr}
+	if o.workers*o.perWork > runtime.NumCPU() {
+		return fmt.Errorf("-workers %d x -cores-per-worker %d needs %d cores, this machine has %d", o.workers, o.perWork, o.workers*o.perWork, runtime.NumCPU())
+	}
+	return w.Run(ctx)
+}
+
 // run is the command; it returns the exit status.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	var o options
@@ -226,23 +305,44 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 
+	if _, err := compare.PinFromEnv(); err != nil {
+		fmt.Fprintln(stderr, "celegans:", err)
+		return 2
+	}
+	start := time.Now()
+	if o.workers > 0 {
+		if err := runWorkers(ctx, &o, args, stderr); err != nil {
+			fmt.Fprintln(stderr, "celegans: workers:", err)
+			return 1
+		}
+		fmt.Fprintln(stderr, "celegans: every worker finished; collecting")
+	}
+
 	progress := celegans.NewProgress(stderr)
 	e.Progress = progress.Handle
-	start := time.Now()
 	sum, err := e.Run(ctx)
 	progress.Close()
 	if sum != nil {
 		fmt.Fprintln(stdout)
+		if e.Shard.Count > 1 {
+			fmt.Fprintf(stdout, "shard %s done; run without -shard to collect every shard and write the reports\n", e.Shard)
+			return shardStatus(err, sum, stderr, o.out)
+		}
 		fmt.Fprint(stdout, sum.Markdown())
-		fmt.Fprintf(stdout, "\nWritten to %s: %s, %s, %s", o.out, celegans.ResultsFile, celegans.SummaryFile, celegans.ReportFile)
+		fmt.Fprintf(stdout, "\nWritten to %s: %s, %s, %s", o.out, celegans.ResultsFiles, celegans.SummaryFile, celegans.ReportFile)
 		for _, f := range sum.Figures {
 			fmt.Fprintf(stdout, ", %s", f)
 		}
 		fmt.Fprintf(stdout, ".\nWall time %.1f s.\n", time.Since(start).Seconds())
 	}
+	return shardStatus(err, sum, stderr, o.out)
+}
+
+// shardStatus turns the outcome of a run into the exit status.
+func shardStatus(err error, sum *celegans.Summary, stderr io.Writer, out string) int {
 	switch {
 	case errors.Is(err, context.Canceled):
-		fmt.Fprintf(stderr, "celegans: interrupted; the finished runs are in %s: run the same command again to resume\n", o.out)
+		fmt.Fprintf(stderr, "celegans: interrupted; the finished runs are in %s: run the same command again to resume\n", out)
 		return 130
 	case err != nil:
 		fmt.Fprintln(stderr, "celegans:", err)

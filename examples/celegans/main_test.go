@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/permlab/permlab/celegans"
+	"github.com/permlab/permlab/compare"
 )
 
 func TestHelp(t *testing.T) {
@@ -107,18 +108,74 @@ func TestRunTiny(t *testing.T) {
 	assert.Regexp(t, `\| Gumbel-Sinkhorn \| [01]\.\d{3} \(\.79\) \|`, out)
 	assert.Contains(t, out, "Wall time")
 	assert.Contains(t, stderr.String(), "[2/2] t7/10c-1w seed 1 gumbel-sinkhorn: accuracy")
-	for _, name := range []string{celegans.ResultsFile, celegans.SummaryFile, celegans.ReportFile, "accuracy_table7.png", "trace_t7_10c-1w.png"} {
+	for _, name := range []string{celegans.SummaryFile, celegans.ReportFile, "accuracy_table7.png", "trace_t7_10c-1w.png"} {
 		assert.FileExists(t, filepath.Join(dir, name))
 	}
-	results, err := os.ReadFile(filepath.Join(dir, celegans.ResultsFile))
-	require.NoError(t, err)
+	results := readResults(t, dir)
 
 	stdout.Reset()
 	stderr.Reset()
 	require.Equal(t, 0, run(context.Background(), args, &stdout, &stderr), stderr.String())
 	assert.Contains(t, stderr.String(), "skipped 2 runs already in the results file")
-	again, err := os.ReadFile(filepath.Join(dir, celegans.ResultsFile))
-	require.NoError(t, err)
-	assert.Equal(t, results, again, "nothing re-run")
+	assert.Equal(t, results, readResults(t, dir), "nothing re-run")
 	assert.Contains(t, stdout.String(), "| method | 10 cand. 1w |")
+}
+
+// readResults returns the contents of every results file in dir by name.
+func readResults(t *testing.T, dir string) map[string]string {
+	t.Helper()
+	names, err := filepath.Glob(filepath.Join(dir, celegans.ResultsFiles))
+	require.NoError(t, err)
+	out := map[string]string{}
+	for _, n := range names {
+		data, err := os.ReadFile(n)
+		require.NoError(t, err)
+		out[filepath.Base(n)] = string(data)
+	}
+	return out
+}
+
+// Shards given by flag and by the scheduler's environment run disjoint
+// groups, write their own files and no report; the collector then runs
+// nothing and reports the whole grid.
+func TestShardedRunAndCollect(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the real methods")
+	}
+	dir := t.TempDir()
+	base := []string{"-neurons", "40", "-table", "7", "-cells", "10c-1w,30c-1w", "-T", "100", "-budget", "5s",
+		"-steps", "10", "-sweeps", "10", "-methods", "mcmc", "-out", dir}
+	var stdout, stderr bytes.Buffer
+	require.Equal(t, 0, run(context.Background(), append(base, "-shard", "0/2"), &stdout, &stderr), stderr.String())
+	assert.Contains(t, stdout.String(), "shard 0/2 done")
+	assert.NoFileExists(t, filepath.Join(dir, celegans.ReportFile), "a shard writes no report")
+
+	t.Setenv(compare.EnvKubernetesIndex, "1")
+	stdout.Reset()
+	require.Equal(t, 0, run(context.Background(), append(base, "-shards", "2"), &stdout, &stderr), stderr.String())
+	assert.Contains(t, stdout.String(), "shard 1/2 done")
+	assert.Len(t, readResults(t, dir), 2, "one results file per shard")
+
+	recs, err := celegans.ReadResults(dir)
+	require.NoError(t, err)
+	require.Len(t, recs, 2)
+	assert.NotEqual(t, recs[0].Cell, recs[1].Cell, "each shard ran its own group")
+	for _, r := range recs {
+		assert.NotEmpty(t, r.Worker)
+		assert.Equal(t, 1, r.Attempt)
+		assert.Positive(t, r.GOMAXPROCS)
+		assert.NotEmpty(t, r.CPU)
+	}
+
+	stdout.Reset()
+	stderr.Reset()
+	require.Equal(t, 0, run(context.Background(), base, &stdout, &stderr), stderr.String())
+	assert.Contains(t, stderr.String(), "skipped 2 runs already in the results file")
+	assert.Contains(t, stdout.String(), "| method | 10 cand. 1w | 30 cand. 1w |")
+	assert.FileExists(t, filepath.Join(dir, celegans.ReportFile))
+
+	for _, bad := range [][]string{{"-shard", "2/2"}, {"-shard", "0/2", "-shards", "2"}, {"-workers", "2", "-shard", "0/2"}} {
+		stderr.Reset()
+		assert.Equal(t, 2, run(context.Background(), append(base, bad...), &stdout, &stderr), "%v", bad)
+	}
 }
