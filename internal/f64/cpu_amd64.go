@@ -18,6 +18,12 @@ func dotAsm(x, y []float64) float64
 //go:noescape
 func kern4x8(k int, a *float64, lda int, b *float64, c *float64, ldc int)
 
+// kern4x8acc adds to the 4×8 tile at c the product that kern4x8 computes,
+// starting its running sums from the tile's values.
+//
+//go:noescape
+func kern4x8acc(k int, a *float64, lda int, b *float64, c *float64, ldc int)
+
 // axpy4Asm adds a[0]·x0 + … + a[3]·x3 to y, n entries each.
 //
 //go:noescape

@@ -10,6 +10,10 @@ func kern4x8(k int, a *float64, lda int, b *float64, c *float64, ldc int) {
 	panic("f64: no assembly on this architecture")
 }
 
+func kern4x8acc(k int, a *float64, lda int, b *float64, c *float64, ldc int) {
+	panic("f64: no assembly on this architecture")
+}
+
 func axpy4Asm(n int, a *[4]float64, x0, x1, x2, x3, y *float64) {
 	panic("f64: no assembly on this architecture")
 }

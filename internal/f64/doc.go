@@ -19,4 +19,11 @@
 // copied out; the last m mod 4 rows are sums of scaled rows of B with the
 // same fused multiply-adds in the same order. The order of the k-sum is fixed (k = 0, 1, …), so a
 // product does not depend on how the tiles are scheduled.
+//
+// A row of C depends only on the same row of A, so callers may split the
+// rows of a product over goroutines in any way and get the same bits;
+// package ad does this for its matrix products. GemmAdd accumulates into C
+// (each entry's running sum starts from its old value), PackTo and
+// PackTransTo reuse a Packed's storage, and PackTransTo packs the
+// transpose of a matrix for products such as A·Bᵀ.
 package f64

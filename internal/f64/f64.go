@@ -50,20 +50,89 @@ type Packed struct {
 // Pack stores the k×n row-major matrix b (len(b) = k·n) for Gemm. The
 // packed copy does not alias b.
 func Pack(b []float64, k, n int) *Packed {
+	return PackTo(nil, b, k, n)
+}
+
+// PackTo is Pack into p's storage, which is reused when it is large enough;
+// a nil p allocates. It returns the packed matrix (p, when p is not nil).
+func PackTo(p *Packed, b []float64, k, n int) *Packed {
 	if k < 0 || n < 0 || len(b) != k*n {
 		panic("f64: Pack: len(b) != k·n")
 	}
+	p = p.resize(k, n)
+	copy(p.raw, b)
+	p.fillPanels()
+	return p
+}
+
+// PackTransTo packs the k×n matrix B = btᵀ, given its transpose bt as an
+// n×k row-major matrix (len(bt) = n·k), into p's storage as PackTo does.
+// It saves the caller a transposed copy when the right factor of a product
+// is a transpose, as in the adjoint dA = dC·Bᵀ.
+func PackTransTo(p *Packed, bt []float64, k, n int) *Packed {
+	if k < 0 || n < 0 || len(bt) != k*n {
+		panic("f64: PackTrans: len(bt) != k·n")
+	}
+	p = p.resize(k, n)
+	Transpose(p.raw, bt, n, k)
+	p.fillPanels()
+	return p
+}
+
+// Transpose writes the transpose of the m×n row-major src into the n×m
+// row-major dst. It panics if the lengths are not m·n.
+func Transpose(dst, src []float64, m, n int) {
+	if m < 0 || n < 0 || len(src) != m*n || len(dst) != m*n {
+		panic("f64: Transpose: lengths are not m·n")
+	}
+	const bs = 32
+	for i0 := 0; i0 < m; i0 += bs {
+		i1 := min(i0+bs, m)
+		for j0 := 0; j0 < n; j0 += bs {
+			j1 := min(j0+bs, n)
+			for i := i0; i < i1; i++ {
+				row := src[i*n : i*n+j1]
+				for j := j0; j < j1; j++ {
+					dst[j*m+i] = row[j]
+				}
+			}
+		}
+	}
+}
+
+// resize returns p (or a new Packed) with storage for a k×n matrix.
+func (p *Packed) resize(k, n int) *Packed {
+	if p == nil {
+		p = new(Packed)
+	}
 	np := (n + panelWidth - 1) / panelWidth
-	p := &Packed{k: k, n: n, panels: make([]float64, np*k*panelWidth), raw: append([]float64(nil), b...)}
+	p.k, p.n = k, n
+	p.raw = grow(p.raw, k*n)
+	p.panels = grow(p.panels, np*k*panelWidth)
+	return p
+}
+
+func grow(s []float64, n int) []float64 {
+	if cap(s) < n {
+		return make([]float64, n)
+	}
+	return s[:n]
+}
+
+// fillPanels copies raw into the zero-padded panels.
+func (p *Packed) fillPanels() {
+	k, n := p.k, p.n
+	np := (n + panelWidth - 1) / panelWidth
 	for q := 0; q < np; q++ {
 		dst := p.panels[q*k*panelWidth : (q+1)*k*panelWidth]
 		c0 := q * panelWidth
 		w := min(panelWidth, n-c0)
 		for r := 0; r < k; r++ {
-			copy(dst[r*panelWidth:r*panelWidth+w], b[r*n+c0:r*n+c0+w])
+			d := dst[r*panelWidth : (r+1)*panelWidth]
+			copy(d, p.raw[r*n+c0:r*n+c0+w])
+			clear(d[w:])
 		}
 	}
-	return p
 }
 
 // Dims returns the shape k×n of the packed matrix.
@@ -71,6 +140,19 @@ func (p *Packed) Dims() (k, n int) { return p.k, p.n }
 
 // Gemm sets c = a·B for the m×k row-major a and the m×n row-major c.
 func Gemm(m int, a []float64, b *Packed, c []float64) {
+	gemm(m, a, b, c, false)
+}
+
+// GemmAdd sets c += a·B for the m×k row-major a and the m×n row-major c.
+// Each entry is one running sum that starts from the entry's old value and
+// adds the k products in order with fused multiply-adds: into a zero c it
+// gives Gemm's bits, and in general it differs from adding a separately
+// rounded a·B by rounding only.
+func GemmAdd(m int, a []float64, b *Packed, c []float64) {
+	gemm(m, a, b, c, true)
+}
+
+func gemm(m int, a []float64, b *Packed, c []float64, acc bool) {
 	k, n := b.k, b.n
 	if len(a) != m*k || len(c) != m*n {
 		panic("f64: Gemm: slice lengths do not match m×k·k×n")
@@ -79,25 +161,32 @@ func Gemm(m int, a []float64, b *Packed, c []float64) {
 		return
 	}
 	if k == 0 {
-		clear(c)
+		if !acc {
+			clear(c)
+		}
 		return
 	}
 	if !useAsm {
+		beta := 0.0
+		if acc {
+			beta = 1
+		}
 		blas64.Gemm(blas.NoTrans, blas.NoTrans, 1,
 			blas64.General{Rows: m, Cols: k, Stride: k, Data: a},
 			blas64.General{Rows: k, Cols: n, Stride: n, Data: b.raw},
-			0, blas64.General{Rows: m, Cols: n, Stride: n, Data: c})
+			beta, blas64.General{Rows: m, Cols: n, Stride: n, Data: c})
 		return
 	}
-	gemmAsm(m, k, n, a, b.panels, b.raw, c)
+	gemmAsm(m, k, n, a, b.panels, b.raw, c, acc)
 }
 
 // gemmAsm runs the 4×8 kernel over the full 4-row blocks of c. Panels are
 // the outer loop so that one panel (k×8 doubles) stays in L1 cache while
 // the rows of a stream past it. The last m%4 rows are sums of scaled rows
 // of the row-major b, in the same order and with the same fused
-// multiply-adds as the kernel, so no padded copy of a is needed.
-func gemmAsm(m, k, n int, a, panels, b, c []float64) {
+// multiply-adds as the kernel, so no padded copy of a is needed. With acc
+// the sums start from c's values instead of zero.
+func gemmAsm(m, k, n int, a, panels, b, c []float64, acc bool) {
 	const mr = 4
 	var tile [mr * panelWidth]float64
 	full := m - m%mr
@@ -108,10 +197,23 @@ func gemmAsm(m, k, n int, a, panels, b, c []float64) {
 		w := min(panelWidth, n-c0)
 		for i0 := 0; i0 < full; i0 += mr {
 			if w == panelWidth {
-				kern4x8(k, &a[i0*k], k, &panel[0], &c[i0*n+c0], n)
+				if acc {
+					kern4x8acc(k, &a[i0*k], k, &panel[0], &c[i0*n+c0], n)
+				} else {
+					kern4x8(k, &a[i0*k], k, &panel[0], &c[i0*n+c0], n)
+				}
 				continue
 			}
-			kern4x8(k, &a[i0*k], k, &panel[0], &tile[0], panelWidth)
+			if acc {
+				for r := 0; r < mr; r++ {
+					copy(tile[r*panelWidth:r*panelWidth+w], c[(i0+r)*n+c0:(i0+r)*n+c0+w])
+				}
+			}
+			if acc {
+				kern4x8acc(k, &a[i0*k], k, &panel[0], &tile[0], panelWidth)
+			} else {
+				kern4x8(k, &a[i0*k], k, &panel[0], &tile[0], panelWidth)
+			}
 			for r := 0; r < mr; r++ {
 				copy(c[(i0+r)*n+c0:(i0+r)*n+c0+w], tile[r*panelWidth:r*panelWidth+w])
 			}
@@ -119,7 +221,9 @@ func gemmAsm(m, k, n int, a, panels, b, c []float64) {
 	}
 	for i := full; i < m; i++ {
 		ci := c[i*n : (i+1)*n]
-		clear(ci)
+		if !acc {
+			clear(ci)
+		}
 		for p, v := range a[i*k : (i+1)*k] {
 			Axpy(v, b[p*n:(p+1)*n], ci)
 		}

@@ -312,3 +312,70 @@ d4_done:
 	VMOVSD X3, 24(DI)
 	VZEROUPPER
 	RET
+
+// func kern4x8acc(k int, a *float64, lda int, b *float64, c *float64, ldc int)
+// C[r][0:8] += sum over p < k of A[r][p] * B[p][0:8] for r < 4: kern4x8 with
+// the running sums started from C instead of zero.
+TEXT ·kern4x8acc(SB), NOSPLIT, $0-48
+	MOVQ k+0(FP), CX
+	MOVQ a+8(FP), SI
+	MOVQ lda+16(FP), R8
+	SHLQ $3, R8
+	MOVQ b+24(FP), DX
+	MOVQ c+32(FP), DI
+	MOVQ ldc+40(FP), R9
+	SHLQ $3, R9
+	LEAQ (SI)(R8*1), R10
+	LEAQ (R10)(R8*1), R11
+	LEAQ (R11)(R8*1), R12
+
+	MOVQ    DI, R13
+	VMOVUPD (R13), Y0
+	VMOVUPD 32(R13), Y1
+	ADDQ    R9, R13
+	VMOVUPD (R13), Y2
+	VMOVUPD 32(R13), Y3
+	ADDQ    R9, R13
+	VMOVUPD (R13), Y4
+	VMOVUPD 32(R13), Y5
+	ADDQ    R9, R13
+	VMOVUPD (R13), Y6
+	VMOVUPD 32(R13), Y7
+	XORQ    AX, AX
+	TESTQ   CX, CX
+	JE      kacc_store
+
+kacc_loop:
+	VMOVUPD      (DX), Y8
+	VMOVUPD      32(DX), Y9
+	VBROADCASTSD (SI)(AX*8), Y10
+	VBROADCASTSD (R10)(AX*8), Y11
+	VFMADD231PD  Y8, Y10, Y0
+	VFMADD231PD  Y9, Y10, Y1
+	VBROADCASTSD (R11)(AX*8), Y12
+	VFMADD231PD  Y8, Y11, Y2
+	VFMADD231PD  Y9, Y11, Y3
+	VBROADCASTSD (R12)(AX*8), Y13
+	VFMADD231PD  Y8, Y12, Y4
+	VFMADD231PD  Y9, Y12, Y5
+	VFMADD231PD  Y8, Y13, Y6
+	VFMADD231PD  Y9, Y13, Y7
+	ADDQ         $64, DX
+	INCQ         AX
+	CMPQ         AX, CX
+	JL           kacc_loop
+
+kacc_store:
+	VMOVUPD Y0, (DI)
+	VMOVUPD Y1, 32(DI)
+	ADDQ    R9, DI
+	VMOVUPD Y2, (DI)
+	VMOVUPD Y3, 32(DI)
+	ADDQ    R9, DI
+	VMOVUPD Y4, (DI)
+	VMOVUPD Y5, 32(DI)
+	ADDQ    R9, DI
+	VMOVUPD Y6, (DI)
+	VMOVUPD Y7, 32(DI)
+	VZEROUPPER
+	RET

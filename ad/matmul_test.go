@@ -1,0 +1,147 @@
+package ad
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"runtime"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// matmulShapes covers the four operand forms with sizes that exercise the
+// packed kernel's edges: rows not a multiple of 4, columns not a multiple
+// of 8, and products large enough to be split over goroutines.
+var matmulShapes = []struct {
+	name string
+	a, b []int
+}{
+	{"2x2/odd", []int{7, 5}, []int{5, 11}},
+	{"2x2/large", []int{75, 53}, []int{53, 37}},
+	{"3x3", []int{5, 33, 29}, []int{5, 29, 17}},
+	{"3x2", []int{6, 41, 30}, []int{30, 19}},
+	{"2x3", []int{23, 30}, []int{6, 30, 41}},
+}
+
+// naiveMatMul returns a·b by the definition, looping over batch elements
+// for rank-3 operands.
+func naiveMatMul(a, b *Tensor) []float64 {
+	ra, rb := len(a.Shape), len(b.Shape)
+	m, k, n := a.Shape[ra-2], a.Shape[ra-1], b.Shape[rb-1]
+	batch := 1
+	if ra == 3 {
+		batch = a.Shape[0]
+	}
+	if rb == 3 {
+		batch = b.Shape[0]
+	}
+	out := make([]float64, batch*m*n)
+	for p := range batch {
+		ao, bo := 0, 0
+		if ra == 3 {
+			ao = p * m * k
+		}
+		if rb == 3 {
+			bo = p * k * n
+		}
+		for i := range m {
+			for j := range n {
+				s := 0.0
+				for q := range k {
+					s += a.Data[ao+i*k+q] * b.Data[bo+q*n+j]
+				}
+				out[p*m*n+i*n+j] = s
+			}
+		}
+	}
+	return out
+}
+
+func TestMatMulMatchesNaive(t *testing.T) {
+	rng := rand.New(rand.NewPCG(4, 1))
+	for _, c := range matmulShapes {
+		t.Run(c.name, func(t *testing.T) {
+			a := randTensor(rng, -1, 1, c.a...)
+			b := randTensor(rng, -1, 1, c.b...)
+			tp := NewTape()
+			got := MatMul(tp.Const(a), tp.Const(b)).Value()
+			want := naiveMatMul(a, b)
+			require.NoError(t, tp.Err())
+			require.Len(t, got, len(want))
+			// Sums of at most 53 products of numbers in [-1, 1] in two
+			// orders (one with fused multiply-adds) agree to ~k ulps of
+			// the sum's magnitude (< 53); 1e-12 leaves a wide margin.
+			for i := range want {
+				require.InDelta(t, want[i], got[i], 1e-12, "element %d", i)
+			}
+		})
+	}
+}
+
+func TestMatMulGradientsLarge(t *testing.T) {
+	if testing.Short() {
+		t.Skip("finite differences over thousands of inputs; skipped with -short")
+	}
+	rng := rand.New(rand.NewPCG(4, 2))
+	for _, c := range matmulShapes {
+		t.Run(c.name, func(t *testing.T) {
+			a := randTensor(rng, -1, 1, c.a...)
+			b := randTensor(rng, -1, 1, c.b...)
+			require.NoError(t, CheckGradient(func(_ *Tape, xs []*Var) *Var { return MatMul(xs[0], xs[1]) }, a, b))
+		})
+	}
+}
+
+// matmulBits returns the bits of a·b and of both adjoints for the loss
+// Σ w ⊙ (a·b) with fixed weights w.
+func matmulBits(a, b, w *Tensor) []uint64 {
+	tp := NewTape()
+	va, vb := tp.Variable(a), tp.Variable(b)
+	y := MatMul(va, vb)
+	if err := tp.Backward(Sum(Mul(y, tp.Const(w)))); err != nil {
+		panic(err)
+	}
+	var bits []uint64
+	for _, s := range [][]float64{y.Value(), va.Grad(), vb.Grad()} {
+		for _, v := range s {
+			bits = append(bits, math.Float64bits(v))
+		}
+	}
+	return bits
+}
+
+func TestMatMulIndependentOfGOMAXPROCS(t *testing.T) {
+	rng := rand.New(rand.NewPCG(4, 3))
+	shapes := append(matmulShapes, struct {
+		name string
+		a, b []int
+	}{"2x2/279", []int{279, 279}, []int{279, 279}})
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(0))
+	for _, c := range shapes {
+		a := randTensor(rng, -1, 1, c.a...)
+		b := randTensor(rng, -1, 1, c.b...)
+		w := randTensor(rng, -1, 1, naiveShape(c.a, c.b)...)
+		var ref []uint64
+		for _, procs := range []int{1, 4, 3} {
+			runtime.GOMAXPROCS(procs)
+			got := matmulBits(a, b, w)
+			if ref == nil {
+				ref = got
+				continue
+			}
+			require.Equal(t, ref, got, fmt.Sprintf("%s: GOMAXPROCS=%d differs from GOMAXPROCS=1", c.name, procs))
+		}
+	}
+}
+
+func naiveShape(a, b []int) []int {
+	m, n := a[len(a)-2], b[len(b)-1]
+	switch {
+	case len(a) == 3:
+		return []int{a[0], m, n}
+	case len(b) == 3:
+		return []int{b[0], m, n}
+	}
+	return []int{m, n}
+}

@@ -1,0 +1,200 @@
+package nn
+
+import (
+	"math"
+	"slices"
+
+	"github.com/permlab/permlab/ad"
+)
+
+// CrossEntropy returns the mean softmax cross-entropy of logits (N, C)
+// against integer labels in [0, C):
+//
+//	L = (1/N) Σ_n [ log Σ_c exp(z_nc) − z_n,y_n ],
+//
+// computed from the log-sum-exp shifted by the row maximum, so no term
+// overflows. Its gradient is ∂L/∂z_nc = (softmax(z_n)_c − [c = y_n]) / N.
+func CrossEntropy(logits *ad.Var, labels []int) *ad.Var {
+	if logits == nil {
+		return nil
+	}
+	t := logits.Tape()
+	if !ready(t, logits) {
+		return dead(t)
+	}
+	sh := logits.Shape()
+	if len(sh) != 2 || sh[0] < 1 || sh[1] < 1 {
+		return fail(t, "CrossEntropy: want logits of shape (N, C) with N, C >= 1, got %v", sh)
+	}
+	n, c := sh[0], sh[1]
+	if len(labels) != n {
+		return fail(t, "CrossEntropy: %d labels for %d rows of logits", len(labels), n)
+	}
+	for i, y := range labels {
+		if y < 0 || y >= c {
+			return fail(t, "CrossEntropy: label %d of row %d is outside [0, %d)", y, i, c)
+		}
+	}
+	z := logits.Value()
+	// p holds softmax(z) for the adjoint.
+	p := t.Alloc(n * c)
+	loss := 0.0
+	for i := range n {
+		row, pi := z[i*c:(i+1)*c], p[i*c:(i+1)*c]
+		m := slices.Max(row)
+		s := 0.0
+		for j, v := range row {
+			e := math.Exp(v - m)
+			pi[j] = e
+			s += e
+		}
+		for j := range pi {
+			pi[j] /= s
+		}
+		loss += m + math.Log(s) - row[labels[i]]
+	}
+	out := t.Alloc(1)
+	out[0] = loss / float64(n)
+	lab := slices.Clone(labels)
+	return t.Custom(nil, out, []*ad.Var{logits}, func(g []float64, gIn [][]float64) {
+		gz := gIn[0]
+		if gz == nil {
+			return
+		}
+		s := g[0] / float64(n)
+		for i := range n {
+			for j := range c {
+				gz[i*c+j] += s * p[i*c+j]
+			}
+			gz[i*c+lab[i]] -= s
+		}
+	})
+}
+
+// BinaryCrossEntropyWithLogits returns, for logits x and targets y in [0, 1]
+// of the same shape (…, D), the Bernoulli negative log-likelihood summed
+// over the last axis, one value per row (shape (…), e.g. (N) for (N, D)):
+//
+//	ℓ = Σ_d [ max(x_d, 0) − x_d·y_d + log(1 + exp(−|x_d|)) ],
+//
+// the stable form of −y log σ(x) − (1−y) log(1−σ(x)). Gradients flow to
+// both: ∂ℓ/∂x_d = σ(x_d) − y_d and ∂ℓ/∂y_d = −x_d. The sum, not the mean,
+// is what a VAE needs per example; average it with ad.Mean.
+func BinaryCrossEntropyWithLogits(logits, targets *ad.Var) *ad.Var {
+	if logits == nil || targets == nil {
+		if logits != nil {
+			return fail(logits.Tape(), "BinaryCrossEntropyWithLogits: nil targets")
+		}
+		if targets != nil {
+			return fail(targets.Tape(), "BinaryCrossEntropyWithLogits: nil logits")
+		}
+		return nil
+	}
+	t := logits.Tape()
+	if !ready(t, logits) || !ready(t, targets) {
+		return dead(t)
+	}
+	sh := logits.Shape()
+	if len(sh) == 0 || !slices.Equal(sh, targets.Shape()) {
+		return fail(t, "BinaryCrossEntropyWithLogits: want logits and targets of the same shape (…, D), got %v and %v", sh, targets.Shape())
+	}
+	d := sh[len(sh)-1]
+	x, y := logits.Value(), targets.Value()
+	rows := 0
+	if d > 0 {
+		rows = len(x) / d
+	} else {
+		rows, _ = sizeOf(sh[:len(sh)-1])
+	}
+	out := t.Alloc(rows)
+	for r := range rows {
+		s := 0.0
+		for k := r * d; k < (r+1)*d; k++ {
+			v := x[k]
+			s += max(v, 0) - v*y[k] + math.Log1p(math.Exp(-math.Abs(v)))
+		}
+		out[r] = s
+	}
+	return t.Custom(sh[:len(sh)-1], out, []*ad.Var{logits, targets}, func(g []float64, gIn [][]float64) {
+		gx, gy := gIn[0], gIn[1]
+		for r := range rows {
+			gr := g[r]
+			for k := r * d; k < (r+1)*d; k++ {
+				if gx != nil {
+					gx[k] += gr * (sigmoid(x[k]) - y[k])
+				}
+				if gy != nil {
+					gy[k] -= gr * x[k]
+				}
+			}
+		}
+	})
+}
+
+func sigmoid(v float64) float64 {
+	if v >= 0 {
+		return 1 / (1 + math.Exp(-v))
+	}
+	e := math.Exp(v)
+	return e / (1 + e)
+}
+
+// sizeOf returns the product of dims.
+func sizeOf(dims []int) (int, bool) {
+	n := 1
+	for _, d := range dims {
+		if d < 0 {
+			return 0, false
+		}
+		n *= d
+	}
+	return n, true
+}
+
+// MSE returns the mean squared error (1/n) Σ_i (p_i − y_i)² over all
+// elements of pred and target, which must have the same shape.
+func MSE(pred, target *ad.Var) *ad.Var {
+	if pred == nil || target == nil {
+		if pred != nil {
+			return fail(pred.Tape(), "MSE: nil target")
+		}
+		if target != nil {
+			return fail(target.Tape(), "MSE: nil prediction")
+		}
+		return nil
+	}
+	t := pred.Tape()
+	if !ready(t, pred) || !ready(t, target) {
+		return dead(t)
+	}
+	if !slices.Equal(pred.Shape(), target.Shape()) {
+		return fail(t, "MSE: prediction shape %v differs from target shape %v", pred.Shape(), target.Shape())
+	}
+	if pred.Size() == 0 {
+		return fail(t, "MSE: empty input of shape %v", pred.Shape())
+	}
+	return ad.Mean(ad.Square(ad.Sub(pred, target)))
+}
+
+// Accuracy returns the fraction of the n rows of the row-major (n, c)
+// logits whose largest entry (the first, on ties) is at the label. It
+// returns NaN when n is 0 or the sizes do not match.
+func Accuracy(logits []float64, n, c int, labels []int) float64 {
+	if n < 1 || c < 1 || len(logits) != n*c || len(labels) != n {
+		return math.NaN()
+	}
+	hit := 0
+	for i := range n {
+		row := logits[i*c : (i+1)*c]
+		best := 0
+		for j, v := range row {
+			if v > row[best] {
+				best = j
+			}
+		}
+		if best == labels[i] {
+			hit++
+		}
+	}
+	return float64(hit) / float64(n)
+}
