@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"sync"
 
 	"gonum.org/v1/gonum/mat"
 )
@@ -137,10 +138,27 @@ func sinkhornRaw(d []float64, n int, tau float64, iters int, tol float64, logOut
 	if err := sinkCheck(d, n, tau); err != nil {
 		return nil, 0, err
 	}
-	w := newSinkWork(func(k int) []float64 { return make([]float64, k) }, d, n, tau, iters)
+	// The work area comes from a pool: its kernel alone is as large as
+	// the result, and allocating it per call costs as much as the
+	// iterations themselves at moderate n (zeroing plus garbage
+	// collection). Nothing in it needs to start zeroed.
+	need := n*n + 2*iters*n + 6*n
+	p, _ := sinkSlabs.Get().(*[]float64)
+	if p == nil || cap(*p) < need {
+		p = new([]float64)
+		*p = make([]float64, need)
+	}
+	defer sinkSlabs.Put(p)
+	slab := (*p)[:need]
+	alloc := func(k int) []float64 {
+		b := slab[:k:k]
+		slab = slab[k:]
+		return b
+	}
+	w := newSinkWork(alloc, d, n, tau, iters)
 	used := w.run(iters, tol)
 	out := make([]float64, n*n)
-	alpha, beta := make([]float64, n), make([]float64, n)
+	alpha, beta := alloc(n), alloc(n)
 	if logOut {
 		w.logOut(out, alpha, beta)
 	} else {
@@ -149,7 +167,12 @@ func sinkhornRaw(d []float64, n int, tau float64, iters int, tol float64, logOut
 	return mat.NewDense(n, n, out), used, nil
 }
 
-// denseData copies a square, non-empty matrix into a row-major slice.
+// sinkSlabs recycles the work areas of sinkhornRaw (*[]float64).
+var sinkSlabs sync.Pool
+
+// denseData returns the entries of a square, non-empty matrix as a
+// row-major slice, which the caller must only read: the matrix's own
+// storage when it is contiguous, a copy otherwise.
 func denseData(x mat.Matrix) ([]float64, int, error) {
 	if d, ok := x.(*mat.Dense); x == nil || ok && d == nil {
 		return nil, 0, errors.New("nil matrix")
@@ -162,14 +185,18 @@ func denseData(x mat.Matrix) ([]float64, int, error) {
 		return nil, 0, errors.New("empty matrix")
 	}
 	n := r
-	d := make([]float64, n*n)
 	if rm, ok := x.(mat.RawMatrixer); ok {
 		raw := rm.RawMatrix()
+		if raw.Stride == n {
+			return raw.Data[:n*n], n, nil
+		}
+		d := make([]float64, n*n)
 		for i := 0; i < n; i++ {
 			copy(d[i*n:(i+1)*n], raw.Data[i*raw.Stride:i*raw.Stride+n])
 		}
 		return d, n, nil
 	}
+	d := make([]float64, n*n)
 	for i := 0; i < n; i++ {
 		for j := 0; j < n; j++ {
 			d[i*n+j] = x.At(i, j)

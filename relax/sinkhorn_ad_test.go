@@ -258,3 +258,35 @@ func TestSinkhornVarEmptyBatch(t *testing.T) {
 	assert.Equal(t, []int{0, 3, 3}, y.Shape())
 	assert.Equal(t, 0, y.Size())
 }
+
+func TestRowColStepRejectsOutOfRange(t *testing.T) {
+	// The fused half-steps must report a scaling outside
+	// [sinkScaleMin, sinkScaleMax] so that run rebuilds the kernel, and
+	// otherwise give exactly the two separate matrix-vector products.
+	rng := rand.New(rand.NewPCG(24, 24))
+	const n = 7
+	x := randTensor(rng, 1, n, n).Data
+	w := newSinkWork(func(k int) []float64 { return make([]float64, k) }, x, n, 0.5, 3)
+	w.run(3, 0)
+	a, c := make([]float64, n), make([]float64, n)
+	require.True(t, w.rowColStep(a, c))
+	wantA, wantC := make([]float64, n), make([]float64, n)
+	w.gemv(false, w.b, wantA)
+	for i := range wantA {
+		wantA[i] = 1 / wantA[i]
+	}
+	w.gemv(true, wantA, wantC)
+	require.Equal(t, wantA, a)
+	require.Equal(t, wantC, c)
+
+	b := w.b
+	for _, s := range []float64{0x1p-300, 0x1p300} {
+		big := make([]float64, n)
+		for j := range big {
+			big[j] = b[j] * s
+		}
+		w.b = big
+		require.False(t, w.rowColStep(a, c), "scale %g", s)
+	}
+	w.b = b
+}

@@ -52,3 +52,74 @@ func expKern(d float64) float64 {
 	scale := math.Float64frombits(uint64(int64(m)+1023) << 52)
 	return (t + t*p) * scale
 }
+
+// The vector kernel (amd64 with AVX2 and FMA) evaluates the same exp without
+// a table, which would need a gather: d = k·ln2 + r with |r| ≤ ln2/2 and
+// exp(r) the degree-13 Taylor polynomial (truncation below
+// (ln2/2)¹⁴/14! < 5e-18 relative), computed with fused multiply-adds. It is
+// also within a few ulps of math.Exp, but it rounds differently from
+// expKern, so results on machines with and without the kernel agree to
+// rounding, not bit for bit. On one machine every kernel entry is always
+// computed by the same path, so a kernel recomputed in the backward pass
+// equals the forward pass's bit for bit.
+
+// expVecLen is the length of expVecConst: 19 constants, four copies each.
+const expVecLen = 19 * 4
+
+// expVecConst holds, four times each: sinkKernMinLog, 1/ln2, 1.5·2⁵², ln2
+// split in a high and a low part, then 1/k! for k = 13 down to 0.
+var expVecConst = func() [expVecLen]float64 {
+	c := []float64{
+		sinkKernMinLog,
+		0x1.71547652b82fep+0,  // 1/ln2
+		expRound,              // 1.5·2⁵²
+		0x1.62e42fefa39efp-1,  // ln2 rounded to float64
+		0x1.abc9e3b39803fp-56, // ln2 − the above
+	}
+	f := 1.0
+	inv := make([]float64, 14)
+	for k := range inv {
+		if k > 0 {
+			f *= float64(k)
+		}
+		inv[k] = 1 / f
+	}
+	for k := 13; k >= 0; k-- {
+		c = append(c, inv[k])
+	}
+	var t [expVecLen]float64
+	for i, v := range c {
+		for l := range 4 {
+			t[4*i+l] = v
+		}
+	}
+	return t
+}()
+
+// expShift sets x[i] = kernExp(x[i] − s) (the vector kernel's exp where it
+// runs) and returns the sum of the new values. s must not be −Inf.
+func expShift(x []float64, s float64) float64 {
+	if !useSinkAsm {
+		sum := 0.0
+		for i, v := range x {
+			e := kernExp(v - s)
+			x[i] = e
+			sum += e
+		}
+		return sum
+	}
+	m := len(x) &^ 3
+	sum := 0.0
+	if m > 0 {
+		sum = expShiftAsm(x[:m], s, &expVecConst)
+	}
+	if m < len(x) {
+		// The last one to three entries, padded with −Inf (which gives 0).
+		inf := math.Inf(-1)
+		buf := [4]float64{inf, inf, inf, inf}
+		copy(buf[:], x[m:])
+		sum += expShiftAsm(buf[:], s, &expVecConst)
+		copy(x[m:], buf[:])
+	}
+	return sum
+}

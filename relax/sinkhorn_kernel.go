@@ -38,6 +38,12 @@ import (
 // segment (one segment for moderate τ; more for tiny τ, where most kernel
 // entries are skipped as negligible).
 //
+// Within a segment one iteration reads K once: four rows at a time, the row
+// half-step's dot products a_i = 1/(K_i·b) are taken and, while those rows
+// are in the first-level cache, their contribution a_i K_i to the next
+// column half-step's Kᵀa is added. The exponentials of a rebuild run on a
+// vector kernel where the machine has one (see expShift).
+//
 // The adjoint of a half-step Z' = Z − lse_rows(Z) is Ḡ = Ḡ' − P ⊙ (Ḡ' 1)1ᵀ,
 // with P = exp(Z') the normalised matrix (similarly for columns). Unrolled
 // over a segment, the accumulated correction is K ⊙ (Σ_h x_h y_hᵀ), where for
@@ -73,10 +79,11 @@ type sinkWork struct {
 
 	kern []float64 // n×n kernel of the current segment
 	scal []float64 // one n-vector per half-step: the scaling it produced
-	pot  []float64 // per segment: f (n) then g (n)
+	pot  []float64 // per segment: f (n) then g (n); grown by newSegment
 	seg  []int     // first half-step of each segment
 	ones []float64 // n ones: the scaling that a rebuild resets
 	tmp  []float64 // n scratch
+	idx  []int     // 0, 1, …, n−1: the rows, for the gather kernels
 	a, b []float64 // current scalings
 	half int       // half-steps performed
 }
@@ -91,13 +98,15 @@ func newSinkWork(alloc func(int) []float64, x []float64, n int, tau float64, ite
 		x:     x,
 		kern:  alloc(n * n),
 		scal:  alloc(h * n),
-		pot:   alloc(2 * h * n),
+		pot:   alloc(2 * n), // one segment; most runs need no more
 		seg:   make([]int, 0, 4),
 		ones:  alloc(n),
 		tmp:   alloc(n),
+		idx:   make([]int, n),
 	}
 	for i := range w.ones {
 		w.ones[i] = 1
+		w.idx[i] = i
 	}
 	return w
 }
@@ -106,16 +115,10 @@ func newSinkWork(alloc func(int) []float64, x []float64, n int, tau float64, ite
 // +Inf, no finite entry overflowing when scaled by 1/τ, and at least one
 // finite entry in every row and column (−Inf entries are forbidden ones).
 func sinkCheck(x []float64, n int, tau float64) error {
-	// Fast path: every entry finite and far from overflow.
-	lim := 0.5 * math.MaxFloat64 * tau
-	ok := true
-	for _, v := range x[:n*n] {
-		if v-v != 0 || math.Abs(v) > lim {
-			ok = false
-			break
-		}
-	}
-	if ok {
+	// Fast path: every entry finite and far from overflow (one comparison
+	// per entry, false for NaN).
+	lim := min(0.5*math.MaxFloat64*tau, math.MaxFloat64)
+	if allAbsLE(x[:n*n], lim) {
 		return nil
 	}
 	scale := 1 / tau
@@ -148,6 +151,23 @@ func sinkCheck(x []float64, n int, tau float64) error {
 	return nil
 }
 
+// allAbsLE reports whether |v| ≤ lim for every v in x (false for NaN).
+func allAbsLE(x []float64, lim float64) bool {
+	m := 0
+	if useSinkAsm {
+		m = len(x) &^ 3
+		if m > 0 && !allAbsLEAsm(x[:m], lim) {
+			return false
+		}
+	}
+	for _, v := range x[m:] {
+		if !(math.Abs(v) <= lim) {
+			return false
+		}
+	}
+	return true
+}
+
 // checkTauIters validates the scalar arguments shared by every form.
 func checkTauIters(tau float64, iters int) error {
 	if !(tau > 0) || math.IsInf(tau, 1) {
@@ -162,19 +182,17 @@ func checkTauIters(tau float64, iters int) error {
 	return nil
 }
 
-// gemv sets y = A x (trans false) or y = Aᵀ x (trans true) for the n×n
-// row-major matrix A.
-func gemv(trans bool, a []float64, n int, x, y []float64) {
+// gemv sets y = K x (trans false) or y = Kᵀ x (trans true) for the
+// kernel K. The products run on the four-row kernels of internal/f64, in
+// the same order as the fused half-steps of rowColStep, so both give the
+// same bits.
+func (w *sinkWork) gemv(trans bool, x, y []float64) {
 	if trans {
 		clear(y)
-		for i, xi := range x[:n] {
-			f64.Axpy(xi, a[i*n:(i+1)*n], y)
-		}
+		f64.AxpyGather(y, x, w.kern, w.n, w.idx)
 		return
 	}
-	for i := range y[:n] {
-		y[i] = f64.Dot(a[i*n:(i+1)*n], x)
-	}
+	f64.DotGather(y, x, w.kern, w.n, w.idx)
 }
 
 // kernExp returns exp(d), or 0 when d is below sinkKernMinLog (or −Inf).
@@ -183,6 +201,15 @@ func kernExp(d float64) float64 {
 		return 0
 	}
 	return expKern(d)
+}
+
+// newSegment makes room for the potentials of segment len(w.seg). Further
+// segments are rare (tiny τ), so their room comes from the heap rather than
+// the caller's allocator, which may not be safe for concurrent use.
+func (w *sinkWork) newSegment() {
+	if need := 2 * w.n * (len(w.seg) + 1); len(w.pot) < need {
+		w.pot = append(w.pot[:len(w.pot):len(w.pot)], make([]float64, need-len(w.pot))...)
+	}
 }
 
 // segPot returns the reference potentials (f, g) of segment s.
@@ -200,18 +227,18 @@ func (w *sinkWork) run(iters int, tol float64) int {
 	w.seg = w.seg[:0]
 	for l := 0; l < iters; l++ {
 		h := 2 * l
-		out := w.scal[h*n : (h+1)*n]
-		if len(w.seg) == 0 || !w.scaleStep(false, out) {
-			w.rebuildRow(h, out)
+		a := w.scal[h*n : (h+1)*n]
+		b := w.scal[(h+1)*n : (h+2)*n]
+		if len(w.seg) == 0 || !w.rowColStep(a, b) {
+			w.rebuildRow(h, a)
+			w.gemv(true, a, b)
 		}
-		w.a = out
-		h++
-		out = w.scal[h*n : (h+1)*n]
-		if !w.scaleStep(true, out) {
-			w.rebuildCol(h, out)
+		w.a = a
+		if !invertScaling(b) {
+			w.rebuildCol(h+1, b)
 		}
-		w.b = out
-		w.half = h + 1
+		w.b = b
+		w.half = h + 2
 		if tol > 0 && w.rowError() <= tol {
 			return l + 1
 		}
@@ -219,20 +246,35 @@ func (w *sinkWork) run(iters int, tol float64) int {
 	return iters
 }
 
-// scaleStep performs an accelerated half-step into out (the new a for a row
-// step, the new b for a column step) and reports whether it stayed within
-// the scaling bounds; if not, out holds garbage and the caller rebuilds.
-func (w *sinkWork) scaleStep(col bool, out []float64) bool {
-	if col {
-		gemv(true, w.kern, w.n, w.a, out)
-	} else {
-		gemv(false, w.kern, w.n, w.b, out)
+// rowColStep performs an accelerated row half-step, a = 1 ⊘ (K b), and
+// accumulates the column sums Kᵀa of the next half-step into c, four rows
+// of K at a time, so that K is read from memory once per iteration instead
+// of twice. It reports whether a stayed within the scaling bounds; if not,
+// a and c hold garbage and the caller rebuilds.
+func (w *sinkWork) rowColStep(a, c []float64) bool {
+	n := w.n
+	clear(c)
+	for i := 0; i < n; i += 4 {
+		rows := w.idx[i:min(i+4, n)]
+		ai := a[i : i+len(rows)]
+		f64.DotGather(ai, w.b, w.kern, n, rows)
+		if !invertScaling(ai) {
+			return false
+		}
+		f64.AxpyGather(c, ai, w.kern, n, rows)
 	}
-	for i, s := range out {
+	return true
+}
+
+// invertScaling replaces every entry s of x by 1/s and reports whether all
+// of them were within [sinkScaleMin, sinkScaleMax]; if not, x holds
+// garbage.
+func invertScaling(x []float64) bool {
+	for i, s := range x {
 		if !(s >= sinkScaleMin && s <= sinkScaleMax) {
 			return false
 		}
-		out[i] = 1 / s
+		x[i] = 1 / s
 	}
 	return true
 }
@@ -242,6 +284,7 @@ func (w *sinkWork) scaleStep(col bool, out []float64) bool {
 // K = exp(X/τ − f 1ᵀ − 1 gᵀ) and out = a = 1 ⊘ (K 1).
 func (w *sinkWork) rebuildRow(h int, out []float64) {
 	n, sc := w.n, w.scale
+	w.newSegment()
 	s := len(w.seg)
 	f, g := w.segPot(s)
 	if s == 0 {
@@ -256,6 +299,7 @@ func (w *sinkWork) rebuildRow(h int, out []float64) {
 		xi := w.x[i*n : (i+1)*n]
 		ki := w.kern[i*n : (i+1)*n]
 		ki = ki[:len(xi)]
+		g := g[:len(xi)]
 		m := math.Inf(-1)
 		for j, v := range xi {
 			t := v*sc - g[j]
@@ -264,14 +308,8 @@ func (w *sinkWork) rebuildRow(h int, out []float64) {
 				m = t
 			}
 		}
-		sum := 0.0
-		for j, t := range ki {
-			e := kernExp(t - m)
-			ki[j] = e
-			sum += e
-		}
 		f[i] = m
-		out[i] = 1 / sum
+		out[i] = 1 / expShift(ki, m)
 	}
 	w.seg = append(w.seg, h)
 	w.b = w.ones
@@ -282,6 +320,7 @@ func (w *sinkWork) rebuildRow(h int, out []float64) {
 // K = exp(X/τ − f 1ᵀ − 1 gᵀ) and out = b = 1 ⊘ (Kᵀ 1).
 func (w *sinkWork) rebuildCol(h int, out []float64) {
 	n, sc := w.n, w.scale
+	w.newSegment()
 	s := len(w.seg)
 	f, g := w.segPot(s)
 	fPrev, _ := w.segPot(s - 1) // a column step always follows a row step
@@ -307,12 +346,11 @@ func (w *sinkWork) rebuildCol(h int, out []float64) {
 	for i := 0; i < n; i++ {
 		ki := w.kern[i*n : (i+1)*n]
 		gg := g[:len(ki)]
-		oo := out[:len(ki)]
 		for j, t := range ki {
-			e := kernExp(t - gg[j])
-			ki[j] = e
-			oo[j] += e
+			ki[j] = t - gg[j]
 		}
+		expShift(ki, 0)
+		f64.Axpy(1, ki, out)
 	}
 	for j, t := range out {
 		out[j] = 1 / t
@@ -330,19 +368,25 @@ func (w *sinkWork) recomputeKernel(s int) {
 	for i := 0; i < n; i++ {
 		fi := f[i]
 		ki := w.kern[i*n : (i+1)*n]
-		for j, v := range w.x[i*n : (i+1)*n] {
-			if rowSeg {
-				ki[j] = kernExp((v*sc - g[j]) - fi)
-			} else {
-				ki[j] = kernExp((v*sc - fi) - g[j])
+		xi := w.x[i*n : (i+1)*n]
+		xi, g := xi[:len(ki)], g[:len(ki)]
+		if rowSeg {
+			for j, v := range xi {
+				ki[j] = v*sc - g[j]
 			}
+			expShift(ki, fi)
+			continue
 		}
+		for j, v := range xi {
+			ki[j] = (v*sc - fi) - g[j]
+		}
+		expShift(ki, 0)
 	}
 }
 
 // rowError returns max_i |Σ_j P_ij − 1| for the current iterate.
 func (w *sinkWork) rowError() float64 {
-	gemv(false, w.kern, w.n, w.b, w.tmp)
+	w.gemv(false, w.b, w.tmp)
 	e := 0.0
 	for i, s := range w.tmp {
 		e = max(e, math.Abs(w.a[i]*s-1))
@@ -386,8 +430,14 @@ func (w *sinkWork) expOut(dst, alpha, beta []float64) {
 		ki := w.kern[i*n : (i+1)*n]
 		di := dst[i*n : (i+1)*n]
 		b := w.b[:len(ki)]
-		for j, k := range ki {
-			p := k * ai * b[j]
+		j0 := 0
+		if m := n &^ 3; useSinkAsm && m > 0 && !scaleRowAsm(di[:m], ki[:m], b[:m], ai) {
+			// The first m products were computed as vectors and none is
+			// tiny; the loop finishes the row. Otherwise it redoes it.
+			j0 = m
+		}
+		for j := j0; j < len(ki); j++ {
+			p := ki[j] * ai * b[j]
 			if p < sinkTinyProduct {
 				if !potDone {
 					w.potentials(alpha, beta)
@@ -406,6 +456,7 @@ type sinkBack struct {
 	xs, ys   []float64 // n×H and H×n factors of the rank update
 	r, c     []float64 // row and column sums of g
 	t, t2, m []float64 // n scratch each
+	steps    []int     // 0, 1, …, H−1: the rows of the Y factor
 }
 
 func newSinkBack(alloc func(int) []float64, n, half int) *sinkBack {
@@ -418,6 +469,13 @@ func newSinkBack(alloc func(int) []float64, n, half int) *sinkBack {
 		t:  alloc(n),
 		t2: alloc(n),
 		m:  alloc(n),
+		steps: func() []int {
+			s := make([]int, half)
+			for i := range s {
+				s[i] = i
+			}
+			return s
+		}(),
 	}
 }
 
@@ -456,13 +514,8 @@ func (w *sinkWork) backward(gx []float64, sb *sinkBack) {
 		clear(c)
 		for i := 0; i < n; i++ {
 			gi := g[i*n : (i+1)*n]
-			sum := 0.0
-			cc := c[:len(gi)]
-			for j, v := range gi {
-				sum += v
-				cc[j] += v
-			}
-			r[i] = sum
+			r[i] = f64.Dot(gi, w.ones)
+			f64.Axpy(1, gi, c)
 		}
 		for h := end - 1; h >= start; h-- {
 			k := h - start
@@ -476,7 +529,7 @@ func (w *sinkWork) backward(gx []float64, sb *sinkBack) {
 				}
 				copy(y, b)
 				if h > start {
-					gemv(true, w.kern, n, x, sb.t2)
+					w.gemv(true, x, sb.t2)
 					for j, v := range sb.t2 {
 						c[j] -= b[j] * v
 					}
@@ -490,7 +543,7 @@ func (w *sinkWork) backward(gx []float64, sb *sinkBack) {
 					sb.xs[i*cnt+k] = v
 				}
 				if h > start {
-					gemv(false, w.kern, n, y, sb.t2)
+					w.gemv(false, y, sb.t2)
 					for i, v := range sb.t2 {
 						r[i] -= a[i] * v
 					}
@@ -498,14 +551,13 @@ func (w *sinkWork) backward(gx []float64, sb *sinkBack) {
 				clear(c)
 			}
 		}
-		// g -= K ⊙ (X Yᵀ), one row at a time: m = Yᵀ x_i.
+		// g -= K ⊙ (X Yᵀ), one row at a time: m = Yᵀ x_i, summed four
+		// rows of Y at a time.
 		ys := sb.ys[:cnt*n]
 		m := sb.m
 		for i := 0; i < n; i++ {
 			clear(m)
-			for r, xr := range sb.xs[i*cnt : (i+1)*cnt] {
-				f64.Axpy(xr, ys[r*n:(r+1)*n], m)
-			}
+			f64.AxpyGather(m, sb.xs[i*cnt:(i+1)*cnt], ys, n, sb.steps[:cnt])
 			ki := w.kern[i*n : (i+1)*n]
 			gi := g[i*n : (i+1)*n]
 			m := m[:len(ki)]

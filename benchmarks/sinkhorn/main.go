@@ -25,6 +25,13 @@
 //     processes affects both alike, and prints the medians of the wall and
 //     CPU times, and their ratio, as a markdown table.
 //
+// With -forward the step is the forward pass alone, S = S^L(X/τ): the
+// numeric operator relax.Sinkhorn (relax.SinkhornBatch for B > 1) against
+// the same loop under torch.no_grad(), checked on S only. The single-matrix
+// comparison is
+//
+//	go run ./benchmarks/sinkhorn -forward -batch 1
+//
 // If python3 or torch is missing the program says so and reports the Go
 // timing only. Run it from the repository root:
 //
@@ -48,6 +55,7 @@ import (
 	"github.com/permlab/permlab/ad"
 	"github.com/permlab/permlab/benchmarks/internal/harness"
 	"github.com/permlab/permlab/relax"
+	"gonum.org/v1/gonum/mat"
 )
 
 // config is the benchmark's problem and protocol.
@@ -56,6 +64,7 @@ type config struct {
 	tau             float64
 	seed            uint64
 	threads         int
+	forward         bool
 	warmup, reps    int
 	python, script  string
 	keep            bool
@@ -69,6 +78,7 @@ func main() {
 	flag.Float64Var(&c.tau, "tau", 0.5, "temperature")
 	flag.Uint64Var(&c.seed, "seed", 1, "seed of X and R")
 	flag.IntVar(&c.threads, "threads", 1, "threads on each side (GOMAXPROCS, torch.set_num_threads)")
+	flag.BoolVar(&c.forward, "forward", false, "time the forward pass alone (relax.Sinkhorn, torch.no_grad)")
 	flag.IntVar(&c.warmup, "warmup", 3, "untimed steps on each side")
 	flag.IntVar(&c.reps, "reps", 21, "timed steps on each side")
 	flag.StringVar(&c.python, "python", "/usr/bin/python3", "Python interpreter with torch")
@@ -105,8 +115,12 @@ func run(c config, w io.Writer) error {
 		return err
 	}
 
-	fmt.Fprintf(w, "Sinkhorn forward+backward of sum(S ⊙ R), S = S^L(X/τ): batch %d × %d×%d, L = %d, τ = %g, float64, %d thread(s)\n\n",
-		c.batch, c.n, c.n, c.iters, c.tau, c.threads)
+	what := "Sinkhorn forward+backward of sum(S ⊙ R), S = S^L(X/τ)"
+	if c.forward {
+		what = "Sinkhorn forward S = S^L(X/τ)"
+	}
+	fmt.Fprintf(w, "%s: batch %d × %d×%d, L = %d, τ = %g, float64, %d thread(s)\n\n",
+		what, c.batch, c.n, c.n, c.iters, c.tau, c.threads)
 	py, why := startPython(c, dir)
 	if py == nil {
 		fmt.Fprintf(w, "PyTorch reference not run: %s\n\n", why)
@@ -150,11 +164,26 @@ type stepper struct {
 	c    config
 	tape *ad.Tape
 	x, r *ad.Tensor
+	xs   []mat.Matrix // the matrices of x, for the forward-only step
 }
 
 func newStepper(c config, x, r []float64) *stepper {
 	shape := []int{c.batch, c.n, c.n}
-	return &stepper{c: c, tape: ad.NewTape(), x: &ad.Tensor{Shape: shape, Data: x}, r: &ad.Tensor{Shape: shape, Data: r}}
+	xs := make([]mat.Matrix, c.batch)
+	nn := c.n * c.n
+	for k := range xs {
+		xs[k] = mat.NewDense(c.n, c.n, x[k*nn:(k+1)*nn])
+	}
+	return &stepper{c: c, tape: ad.NewTape(), x: &ad.Tensor{Shape: shape, Data: x}, r: &ad.Tensor{Shape: shape, Data: r}, xs: xs}
+}
+
+// forward computes S alone with the numeric operator.
+func (s *stepper) forward() ([]*mat.Dense, error) {
+	if len(s.xs) == 1 {
+		d, err := relax.Sinkhorn(s.xs[0], s.c.tau, s.c.iters)
+		return []*mat.Dense{d}, err
+	}
+	return relax.SinkhornBatch(s.xs, s.c.tau, s.c.iters)
 }
 
 // step computes S, the loss and its gradient; the values stay on the tape
@@ -168,8 +197,19 @@ func (s *stepper) step() (sv, xv *ad.Var, err error) {
 	return sv, xv, t.Backward(loss)
 }
 
-// result returns copies of S and of the gradient with respect to X.
+// result returns copies of S and of the gradient with respect to X (nil
+// in forward mode).
 func (s *stepper) result() (sv, grad []float64, err error) {
+	if s.c.forward {
+		ds, err := s.forward()
+		if err != nil {
+			return nil, nil, err
+		}
+		for _, d := range ds {
+			sv = append(sv, d.RawMatrix().Data...)
+		}
+		return sv, nil, nil
+	}
 	v, x, err := s.step()
 	if err != nil {
 		return nil, nil, err
@@ -179,7 +219,7 @@ func (s *stepper) result() (sv, grad []float64, err error) {
 
 func writeProblem(dir string, c config, x, r []float64) error {
 	h := map[string]any{
-		"batch": c.batch, "n": c.n, "iters": c.iters, "tau": c.tau, "threads": c.threads,
+		"batch": c.batch, "n": c.n, "iters": c.iters, "tau": c.tau, "threads": c.threads, "forward": c.forward,
 		"x": "x.f64", "r": "r.f64",
 	}
 	b, err := json.MarshalIndent(h, "", "  ")
@@ -224,13 +264,23 @@ func compare(py *harness.Python, dir string, s, grad []float64) (string, error) 
 	if err != nil {
 		return "", err
 	}
+	ds := 0.0
+	for i := range s {
+		ds = math.Max(ds, math.Abs(s[i]-ts[i]))
+	}
+	if grad == nil {
+		line := fmt.Sprintf("Agreement on the same X: max |S_go − S_torch| = %.1e.", ds)
+		if !(ds <= 1e-12) {
+			return "", fmt.Errorf("Go and PyTorch disagree: %s", line)
+		}
+		return line, nil
+	}
 	tg, err := harness.ReadF64(filepath.Join(dir, "grad_torch.f64"), len(grad))
 	if err != nil {
 		return "", err
 	}
-	ds, dg, gmax := 0.0, 0.0, 0.0
-	for i := range s {
-		ds = math.Max(ds, math.Abs(s[i]-ts[i]))
+	dg, gmax := 0.0, 0.0
+	for i := range grad {
 		dg = math.Max(dg, math.Abs(grad[i]-tg[i]))
 		gmax = math.Max(gmax, math.Abs(tg[i]))
 	}
@@ -245,6 +295,10 @@ func compare(py *harness.Python, dir string, s, grad []float64) (string, error) 
 // timed is the Go step as a harness.Step.
 func (s *stepper) timed() harness.Step {
 	return harness.Timed(func() error {
+		if s.c.forward {
+			_, err := s.forward()
+			return err
+		}
 		_, _, err := s.step()
 		return err
 	})
@@ -254,13 +308,20 @@ func (s *stepper) timed() harness.Step {
 func table(w io.Writer, c config, goT harness.Times, pyT *harness.Times, agree string) {
 	fmt.Fprintf(w, "| implementation | median wall (ms) | median CPU (ms) |\n|---|---:|---:|\n")
 	gw, gc := harness.Median(goT.Wall), harness.Median(goT.CPU)
+	pyName, goName := "PyTorch log-domain loop + autograd", "permlab relax.SinkhornVar"
+	if c.forward {
+		pyName, goName = "PyTorch log-domain loop, no_grad", "permlab relax.Sinkhorn"
+		if c.batch > 1 {
+			goName = "permlab relax.SinkhornBatch"
+		}
+	}
 	if pyT != nil {
 		pw, pc := harness.Median(pyT.Wall), harness.Median(pyT.CPU)
-		fmt.Fprintf(w, "| PyTorch log-domain loop + autograd | %.2f | %.2f |\n", pw, pc)
-		fmt.Fprintf(w, "| permlab relax.SinkhornVar | %.2f | %.2f |\n", gw, gc)
+		fmt.Fprintf(w, "| %s | %.3f | %.3f |\n", pyName, pw, pc)
+		fmt.Fprintf(w, "| %s | %.3f | %.3f |\n", goName, gw, gc)
 		fmt.Fprintf(w, "| ratio PyTorch / Go | %.1f× | %.1f× |\n", pw/gw, pc/gc)
 	} else {
-		fmt.Fprintf(w, "| permlab relax.SinkhornVar | %.2f | %.2f |\n", gw, gc)
+		fmt.Fprintf(w, "| %s | %.3f | %.3f |\n", goName, gw, gc)
 	}
 	fmt.Fprintf(w, "\n%d timed steps per side after %d warm-up steps; load average %s on %d CPUs.\n",
 		c.reps, c.warmup, harness.LoadAvg(1), runtime.NumCPU())

@@ -44,6 +44,34 @@ func TestRunAgainstTorch(t *testing.T) {
 	assert.Contains(t, s, "Agreement on the same X and R")
 }
 
+func TestRunForward(t *testing.T) {
+	c := tinyConfig()
+	c.forward = true
+	c.python = "/nonexistent/python3"
+	var out bytes.Buffer
+	require.NoError(t, run(c, &out))
+	assert.Contains(t, out.String(), "Sinkhorn forward S = S^L(X/τ): batch 2 × 6×6")
+	assert.Contains(t, out.String(), "| permlab relax.SinkhornBatch |")
+
+	if testing.Short() {
+		return
+	}
+	c = tinyConfig()
+	c.forward, c.batch = true, 1
+	if _, err := os.Stat(c.python); err != nil {
+		t.Skip("no python3")
+	}
+	if err := exec.Command(c.python, "-c", "import torch").Run(); err != nil {
+		t.Skip("torch not installed")
+	}
+	out.Reset()
+	require.NoError(t, run(c, &out))
+	s := out.String()
+	assert.Contains(t, s, "| permlab relax.Sinkhorn |")
+	assert.Contains(t, s, "| ratio PyTorch / Go |")
+	assert.Contains(t, s, "Agreement on the same X: max |S_go − S_torch|")
+}
+
 func TestRunRejectsBadConfig(t *testing.T) {
 	c := tinyConfig()
 	c.n = 0
