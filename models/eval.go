@@ -98,6 +98,18 @@ func sizeOf(v *ad.Var) int {
 // plus the permutation priors' masses. It returns an error for a permutation
 // site whose prior is not tractable, or a permutation its mask forbids.
 func LogPrior(spec *Spec, s *State) (float64, error) {
+	lp, err := logPermPrior(spec, s)
+	if err != nil || math.IsInf(lp, -1) {
+		return lp, err
+	}
+	for _, rs := range spec.Reals {
+		lp += rs.Prior.LogProb(s.Reals[rs.Name])
+	}
+	return lp, nil
+}
+
+// logPermPrior returns the permutation sites' part of LogPrior.
+func logPermPrior(spec *Spec, s *State) (float64, error) {
 	lp := 0.0
 	for _, ps := range spec.Perms {
 		prior := ps.Prior
@@ -113,9 +125,6 @@ func LogPrior(spec *Spec, s *State) (float64, error) {
 			}
 			lp += prior.LogMass(p)
 		}
-	}
-	for _, rs := range spec.Reals {
-		lp += rs.Prior.LogProb(s.Reals[rs.Name])
 	}
 	return lp, nil
 }

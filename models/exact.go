@@ -114,7 +114,9 @@ func Exact(m Model) (*ExactResult, error) {
 		if err != nil {
 			return nil, fmt.Errorf("models: Exact: %w", err)
 		}
-		lp, err := LogPrior(spec, s)
+		// Only the permutations' prior: a Collapser's likelihood already
+		// includes the priors of the real sites it integrates out.
+		lp, err := logPermPrior(spec, s)
 		if err != nil {
 			return nil, fmt.Errorf("models: Exact: %w", err)
 		}

@@ -36,4 +36,61 @@
 // a run that is interrupted at any point, even by kill -9, and resumed from
 // its last checkpoint ends with exactly the same parameters as an
 // uninterrupted run with the same seed.
+//
+// # Fitting a models.Model
+//
+// FitModel fits a model written once against package models (the contract
+// MCMC and exact enumeration run too): it builds a guide per site, a
+// Gumbel-Sinkhorn guide over the effective masks of each permutation site
+// and a mean-field Normal guide of shape (K, Shape...) for each real site,
+// adds the sites' priors to the ELBO (the Gumbel-space KL; the closed-form
+// Gaussian KL for a models.Normal prior, a Monte Carlo log-ratio for any
+// other real prior) and runs Fit. Its answer is a models.Posterior.
+//
+// Priors. A GumbelSinkhornPrior GS(X₀, τ_prior) is a density on the
+// Gumbel-space node and is targeted exactly; by default the guide uses the
+// prior's temperature, so that q = GS(X, τ_prior) contains the prior. A
+// uniform prior has no Gumbel-space density; VI replaces it by the
+// surrogate GS(0, τ_prior) and says so in the posterior's notes. The
+// surrogate's hard samples M(ε) are uniform over permutations when nothing
+// is masked (close to uniform over the admitted ones otherwise).
+//
+// Temperatures. By default τ_prior follows τ (TauPrior 0): the KL is then
+// KL(X + ε ‖ ε), free of τ, and τ only sets how soft the likelihood's
+// argument S((X + ε)/τ) is. As τ → 0 the objective tends to the ELBO of the
+// Gumbel-Matching family GM(X) in the τ-free Gumbel space, the family the
+// posterior is read from (below). A fixed τ_prior instead makes the KL's
+// pull on X grow like (τ_prior/τ)² as τ falls and pins X to a constant
+// (the uniform distribution). τ itself trades gradient noise (small τ) for
+// relaxation bias (large τ: relaxed matrices are averages of permutations,
+// which a likelihood such as ‖P·r − y‖² scores unlike any permutation); the
+// default anneals it geometrically from 1 to 0.1 over the fit. On four
+// 5-point matching problems the hard family's ELBO it reached was within
+// 0.15 nats of the best constant τ tried (0.1, 0.25, 0.3, 0.5, 1) on three,
+// and on the fourth it avoided the wrong mode that a constant τ = 0.1 fell
+// into.
+//
+// Reading q(P). The marginals of a permutation site are the frequencies of
+// PosteriorDraws hard draws M(X + ε) of the fitted guide, the τ → 0 limit
+// of GS(X, τ), and Mode is the matching of those marginals. The mean of
+// relaxed samples S((X + ε)/τ) is not used: at τ > 0 it is biased towards
+// the uniform matrix and is not the marginal of any distribution over
+// permutations, so it could not be compared with MCMC or exact
+// enumeration. The Gumbel-space KL bounds the KL in permutation space from
+// above and can be much looser (on a 5-point problem 8 nats against the
+// log 5! = 4.8 that any q can be from uniform), so q's marginals are
+// close to, not equal to, the exact ones.
+//
+// Starts and restarts. Permutation posteriors are multimodal and each fit
+// finds one mode. Starts runs several fits from random initialisations
+// (InitScale, derived from Seed) and keeps the one with the highest fresh
+// ELBO estimate: ELBOSamples samples at the final temperature with the same
+// random numbers for every fit, at the final parameters. A fresh estimate
+// is preferred to the mean of the last steps' estimates because those were
+// taken at moving parameters (and, with annealing, temperatures), and
+// common random numbers make the comparison sharper than independent
+// estimates. Restart ends a fit once its ELBO stops rising (Plateau) and
+// spends the steps saved on further fits, within Starts·Steps steps in all;
+// with an annealed τ the ELBO also moves with τ, so restarts suit a
+// constant τ best.
 package vi

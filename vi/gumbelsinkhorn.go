@@ -16,10 +16,26 @@ import (
 
 // GumbelSinkhorn is a guide for B latent N×N permutations with
 // q(P_b) = GS(X_b, τ): a sample is P_b = S((X_b + ε_b)/τ) with ε iid standard
-// Gumbel and S the L-step Sinkhorn operator. The prior is GS(0, τ_prior) and
-// the divergence is the closed-form Gumbel-space KL
-// KL((X + ε)/τ ‖ ε/τ_prior) of Mena et al. (2018), summed over the allowed
-// entries.
+// Gumbel and S the L-step Sinkhorn operator. The prior is GS(X₀, τ_prior),
+// X₀ = PriorLogits (zero by default), and the divergence is the closed-form
+// Gumbel-space KL KL((X + ε)/τ ‖ (X₀ + ε')/τ_prior) of Mena et al. (2018),
+// summed over the allowed entries.
+//
+// Entry by entry the two nodes are Gumbel(x/τ, 1/τ) and
+// Gumbel(x₀/τ_prior, 1/τ_prior). With r = τ_prior/τ the KL between
+// Gumbel(μ₁, β₁) and Gumbel(μ₂, β₂),
+//
+//	log(β₂/β₁) + γ(β₁/β₂ − 1) + (μ₁ − μ₂)/β₂ + Γ(1 + β₁/β₂) exp(−(μ₁ − μ₂)/β₂) − 1,
+//
+// has β₁/β₂ = r and (μ₁ − μ₂)/β₂ = r x − x₀ = r (x − x₀ τ/τ_prior): it is the
+// zero-location KL of dist.GumbelKL evaluated at x − x₀ τ/τ_prior.
+//
+// TauPrior = 0 makes the prior temperature follow τ at every step (r = 1).
+// The KL is then that of the untempered nodes, KL(X + ε ‖ X₀ + ε'), and does
+// not depend on τ, so τ only sets how far the likelihood's argument
+// S((X + ε)/τ) is relaxed; as τ → 0 the ELBO tends to the one of the
+// Gumbel-Matching family GM(X) under the prior GM(X₀). A fixed τ_prior with
+// τ → 0 instead has r → ∞ and a KL that pins X to a constant.
 //
 // Candidate masks forbid entries: a forbidden (i, j) has logit −∞, so
 // P_b[i][j] = 0 in every sample, and it takes no part in the KL.
@@ -29,9 +45,13 @@ type GumbelSinkhorn struct {
 	Site     string
 	X        *ad.Param      // logits, shape (B, N, N)
 	Tau      optim.Schedule // temperature τ by step
-	TauPrior float64        // prior temperature
+	TauPrior float64        // prior temperature; 0 means equal to τ at every step
 	Iters    int            // Sinkhorn iterations L
 	NoKL     bool           // drop the KL term ("no regularization")
+
+	// PriorLogits, if not nil, are the prior's logits X₀, laid out as X
+	// (B·N·N values, row-major); nil means X₀ = 0.
+	PriorLogits []float64
 
 	b, n    int
 	allowed []bool // B·N·N, nil when nothing is forbidden
@@ -42,7 +62,8 @@ type GumbelSinkhorn struct {
 
 // NewGumbelSinkhorn returns a guide over b permutations of size n with
 // zero logits. masks is nil (everything allowed) or holds one n×n mask per
-// permutation; every mask must admit a perfect matching.
+// permutation; every mask must admit a perfect matching. tauPrior is the
+// prior temperature, > 0, or 0 to follow τ.
 func NewGumbelSinkhorn(name string, b, n int, masks []*perm.Mask, tau optim.Schedule, tauPrior float64, iters int) (*GumbelSinkhorn, error) {
 	if b < 1 || n < 1 {
 		return nil, fmt.Errorf("vi: NewGumbelSinkhorn: need b, n >= 1, got %d, %d", b, n)
@@ -50,8 +71,8 @@ func NewGumbelSinkhorn(name string, b, n int, masks []*perm.Mask, tau optim.Sche
 	if tau == nil {
 		return nil, fmt.Errorf("vi: NewGumbelSinkhorn: nil temperature schedule")
 	}
-	if !(tauPrior > 0) || math.IsInf(tauPrior, 0) {
-		return nil, fmt.Errorf("vi: NewGumbelSinkhorn: prior temperature must be finite and > 0, got %v", tauPrior)
+	if !(tauPrior >= 0) || math.IsInf(tauPrior, 0) {
+		return nil, fmt.Errorf("vi: NewGumbelSinkhorn: prior temperature must be finite and > 0 (or 0 to follow τ), got %v", tauPrior)
 	}
 	if iters < 1 {
 		return nil, fmt.Errorf("vi: NewGumbelSinkhorn: iters must be >= 1, got %d", iters)
@@ -141,10 +162,37 @@ func (g *GumbelSinkhorn) Rsample(t *ad.Tape, s Step) (*ad.Var, Divergence, error
 	p = ad.Reshape(p, s.K, g.b, g.n, g.n)
 	var d Divergence
 	if !g.NoKL {
-		xa := ad.Take(ad.Reshape(x, size), g.idx)
-		d.KL = dist.GumbelKLVar(xa, tau, g.TauPrior)
+		kl, err := g.kl(t, x, tau)
+		if err != nil {
+			return nil, Divergence{}, err
+		}
+		d.KL = kl
 	}
 	return p, d, t.Err()
+}
+
+// kl records the Gumbel-space KL of the allowed entries of x at
+// temperature tau.
+func (g *GumbelSinkhorn) kl(t *ad.Tape, x *ad.Var, tau float64) (*ad.Var, error) {
+	tp := g.TauPrior
+	switch {
+	case tp == 0:
+		tp = tau
+	case !(tp > 0) || math.IsInf(tp, 0):
+		return nil, fmt.Errorf("prior temperature is %v", tp)
+	}
+	xa := ad.Take(ad.Reshape(x, g.b*g.n*g.n), g.idx)
+	if g.PriorLogits != nil {
+		if len(g.PriorLogits) != g.b*g.n*g.n {
+			return nil, fmt.Errorf("%d prior logits for %d×%d×%d parameters", len(g.PriorLogits), g.b, g.n, g.n)
+		}
+		shift := t.Alloc(len(g.idx))
+		for k, i := range g.idx {
+			shift[k] = g.PriorLogits[i] * tau / tp
+		}
+		xa = ad.Sub(xa, t.Const(&ad.Tensor{Shape: []int{len(shift)}, Data: shift}))
+	}
+	return dist.GumbelKLVar(xa, tau, tp), nil
 }
 
 // Logits returns a copy of X_b with forbidden entries set to −∞.

@@ -1,0 +1,540 @@
+package vi
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"sort"
+	"time"
+
+	"github.com/permlab/permlab/ad"
+	"github.com/permlab/permlab/ad/optim"
+	"github.com/permlab/permlab/models"
+)
+
+// GuideKind selects the variational family FitModel builds for a site.
+type GuideKind int
+
+const (
+	// GuideAuto is the default for the site's kind: GuideGumbelSinkhorn
+	// for a permutation site, GuideNormal for a real site.
+	GuideAuto GuideKind = iota
+	// GuideGumbelSinkhorn is q(P) = GS(X, τ) (the GumbelSinkhorn guide).
+	GuideGumbelSinkhorn
+	// GuideRounding is the rounding family of Linderman et al. (2018)
+	// (the Rounding guide), with its own two-Gaussian-mixture prior in
+	// place of the site's.
+	GuideRounding
+	// GuideNormal is a mean-field Gaussian over the coordinates of a real
+	// site.
+	GuideNormal
+)
+
+func (k GuideKind) String() string {
+	switch k {
+	case GuideAuto:
+		return "auto"
+	case GuideGumbelSinkhorn:
+		return "gumbel-sinkhorn"
+	case GuideRounding:
+		return "rounding"
+	case GuideNormal:
+		return "normal"
+	}
+	return fmt.Sprintf("GuideKind(%d)", int(k))
+}
+
+// ModelOptions configures FitModel. Zero values select the documented
+// defaults, which suit small models: vi.ModelOptions{Seed: 1} is a complete
+// configuration.
+type ModelOptions struct {
+	// Steps is the number of optimisation steps of one fit; default 2000.
+	Steps int
+	// K is the number of joint samples per step; default 8.
+	K int
+	// LR is the Adam learning rate by step; default optim.Geometric from
+	// 0.1 to 0.005 over Steps, so that the final parameters settle.
+	LR optim.Schedule
+	// Clip, if > 0, clips the gradient norm of every step to Clip.
+	Clip float64
+
+	// Tau is the temperature τ of the Gumbel-Sinkhorn guides by step.
+	// Default: the prior's Tau for a site with a GumbelSinkhornPrior, and
+	// for a site with a uniform prior optim.Geometric from 1 to 0.1 over
+	// Steps (see the package documentation on choosing τ).
+	Tau optim.Schedule
+	// TauPrior is the temperature τ_prior of the surrogate prior
+	// GS(0, τ_prior) that replaces a uniform prior in Gumbel space. 0, the
+	// default, makes it follow τ at every step; see the package
+	// documentation for why that is the right choice in most cases.
+	TauPrior float64
+	// Iters is the number of Sinkhorn iterations L; default 20.
+	Iters int
+	// NoKL drops the permutation sites' KL terms ("no regularization").
+	NoKL bool
+
+	// RoundTau, RoundStd0 and RoundPriorStd configure rounding guides: the
+	// rounding temperature in (0, 1], the initial noise scale and the
+	// prior's component standard deviation; defaults 0.3, 0.3 and 0.2.
+	RoundTau, RoundStd0, RoundPriorStd float64
+
+	// Guides overrides the guide of the named sites. A name the model
+	// does not declare, or a kind that does not fit the site, is an error.
+	Guides map[string]GuideKind
+
+	// Seed drives everything random: initial parameters, the noise of
+	// every step, the posterior draws.
+	Seed uint64
+	// InitScale sets the spread of the random initial parameters: the
+	// logits of a permutation guide start as InitScale·N(0, 1) and the
+	// means of a real guide as prior mean + InitScale·(prior standard
+	// deviation)·N(0, 1); default 1. A negative value starts every fit
+	// at zero logits and the prior means.
+	InitScale float64
+
+	// Starts is the number of fits run from different random
+	// initialisations (multi-start); the one with the highest fresh ELBO
+	// estimate is kept. Default 1.
+	Starts int
+	// Restart, if its Window is > 0, ends a fit early once its ELBO stops
+	// improving and spends the steps saved on further fits.
+	Restart Restart
+	// ELBOSamples is the number of samples of the fresh ELBO estimate that
+	// ranks the fits; default 10000.
+	ELBOSamples int
+	// PosteriorDraws is the number of hard permutation draws from the
+	// fitted guides that estimate the marginals; default 1000.
+	PosteriorDraws int
+
+	// Checkpoint, if set, is the file prefix of checkpoints: fit i is
+	// checkpointed to Checkpoint + "." + i (every CheckpointEvery steps,
+	// default 100, on cancellation and at its end) and resumed from there
+	// when the file exists. A resumed run returns exactly what an
+	// uninterrupted one would.
+	Checkpoint      string
+	CheckpointEvery int
+
+	// Progress, if set, is called after every ProgressEvery steps (default
+	// 100) of every fit, and after the last step of each.
+	Progress      func(ModelProgress)
+	ProgressEvery int
+}
+
+// Restart configures restarts on a plateau. A fit ends once the mean ELBO
+// estimate over the latest Window steps no longer beats the mean over the
+// Window steps before it by Z standard errors (a Plateau); another fit then
+// starts from a fresh initialisation, as long as the budget of
+// Starts·Steps steps in total lasts and leaves at least 2·Window steps.
+// No fit runs longer than Steps.
+type Restart struct {
+	Window int     // steps per window; 0 disables restarts, otherwise >= 2
+	Z      float64 // standard errors of gain that count as improving; default 2
+}
+
+// ModelProgress reports the progress of fit Fit (from 0) of FitModel.
+type ModelProgress struct {
+	Fit int
+	Progress
+}
+
+// ModelResult is what FitModel returns.
+type ModelResult struct {
+	// Posterior is the fitted posterior in the engines' common form.
+	Posterior *models.Posterior
+	// ELBO holds the per-step ELBO estimates of the chosen fit.
+	ELBO []float64
+	// FinalELBO is the fresh estimate (ELBOSamples samples, at the final
+	// temperature) of the chosen fit's ELBO, and FinalELBOStdErr its
+	// Monte Carlo standard error.
+	FinalELBO, FinalELBOStdErr float64
+	// Starts is the number of fits run, restarts included; FitELBO and
+	// FitSteps hold the fresh ELBO estimate and the steps of each, and
+	// Best the index of the chosen one.
+	Starts   int
+	FitELBO  []float64
+	FitSteps []int
+	Best     int
+	// Steps is the number of steps over all fits.
+	Steps int
+	// Guides are the chosen fit's guides, one per site in declaration
+	// order (a *GumbelSinkhorn or *Rounding for a permutation site).
+	Guides []Guide
+	// Elapsed is the wall time of the whole call.
+	Elapsed time.Duration
+}
+
+// FitModel fits a variational posterior to a model written against the
+// models contract, builds its guides automatically, and returns the
+// posterior in the form every engine shares.
+//
+// Each permutation site gets a Gumbel-Sinkhorn guide over its effective
+// masks (fixed rows pinned), each real site a mean-field Normal guide; the
+// ELBO is that of Fit, with the sites' priors: the closed-form Gumbel-space
+// KL for permutation sites (against the surrogate GS(0, τ_prior) for a
+// uniform prior, which the result's notes state), the closed-form Gaussian
+// KL for a real site with a models.Normal prior and a Monte Carlo log-ratio
+// for other real priors. With Starts > 1 or restarts several fits run from
+// different random initialisations and the one with the highest fresh
+// ELBO estimate is kept. The permutation marginals are the frequencies of
+// hard draws from the chosen fit (see the package documentation).
+//
+// Bad options, a model that fails models.Check, a guide name the model
+// does not declare, and errors recorded on the tape by the model's LogLik
+// (an unknown site name, a shape mismatch) are returned as errors. If ctx
+// is cancelled FitModel returns its error after checkpointing the running
+// fit.
+func FitModel(ctx context.Context, m models.Model, o ModelOptions) (*ModelResult, error) {
+	began := time.Now()
+	spec, err := models.Check(m)
+	if err != nil {
+		return nil, fmt.Errorf("vi: FitModel: %w", err)
+	}
+	if err := o.setDefaults(); err != nil {
+		return nil, err
+	}
+	plan, err := newModelPlan(spec, o)
+	if err != nil {
+		return nil, err
+	}
+	adapter := &modelAdapter{m: m, spec: spec}
+	runs, err := plan.run(ctx, adapter)
+	if err != nil {
+		return nil, err
+	}
+	best := 0
+	for i, r := range runs {
+		if r.elbo > runs[best].elbo {
+			best = i
+		}
+	}
+	res := &ModelResult{Starts: len(runs), Best: best}
+	for _, r := range runs {
+		res.FitELBO = append(res.FitELBO, r.elbo)
+		res.FitSteps = append(res.FitSteps, r.steps)
+		res.Steps += r.steps
+	}
+	b := runs[best]
+	res.ELBO, res.FinalELBO, res.FinalELBOStdErr, res.Guides = b.trace, b.elbo, b.stderr, b.guides
+	res.Posterior, err = plan.posterior(b.guides)
+	if err != nil {
+		return nil, err
+	}
+	plan.annotate(res)
+	res.Elapsed = time.Since(began)
+	return res, nil
+}
+
+func (o *ModelOptions) setDefaults() error {
+	if o.Steps == 0 {
+		o.Steps = 2000
+	}
+	if o.K == 0 {
+		o.K = 8
+	}
+	if o.Iters == 0 {
+		o.Iters = 20
+	}
+	if o.Starts == 0 {
+		o.Starts = 1
+	}
+	if o.InitScale == 0 {
+		o.InitScale = 1
+	}
+	if o.ELBOSamples == 0 {
+		o.ELBOSamples = 10000
+	}
+	if o.PosteriorDraws == 0 {
+		o.PosteriorDraws = 1000
+	}
+	if o.RoundTau == 0 {
+		o.RoundTau = 0.3
+	}
+	if o.RoundStd0 == 0 {
+		o.RoundStd0 = 0.3
+	}
+	if o.RoundPriorStd == 0 {
+		o.RoundPriorStd = 0.2
+	}
+	if o.Restart.Window > 0 && o.Restart.Z == 0 {
+		o.Restart.Z = 2
+	}
+	if o.CheckpointEvery <= 0 {
+		o.CheckpointEvery = 100
+	}
+	if o.ProgressEvery <= 0 {
+		o.ProgressEvery = 100
+	}
+	switch {
+	case o.Steps < 1:
+		return fmt.Errorf("vi: FitModel: Steps must be >= 1, got %d", o.Steps)
+	case o.K < 1:
+		return fmt.Errorf("vi: FitModel: K must be >= 1, got %d", o.K)
+	case o.Iters < 1:
+		return fmt.Errorf("vi: FitModel: Iters must be >= 1, got %d", o.Iters)
+	case o.Starts < 1:
+		return fmt.Errorf("vi: FitModel: Starts must be >= 1, got %d", o.Starts)
+	case o.ELBOSamples < 2:
+		return fmt.Errorf("vi: FitModel: ELBOSamples must be >= 2, got %d", o.ELBOSamples)
+	case o.PosteriorDraws < 1:
+		return fmt.Errorf("vi: FitModel: PosteriorDraws must be >= 1, got %d", o.PosteriorDraws)
+	case !(o.TauPrior >= 0) || math.IsInf(o.TauPrior, 0):
+		return fmt.Errorf("vi: FitModel: TauPrior must be finite and >= 0, got %v", o.TauPrior)
+	case math.IsNaN(o.InitScale) || math.IsInf(o.InitScale, 0):
+		return fmt.Errorf("vi: FitModel: InitScale must be finite, got %v", o.InitScale)
+	case !(o.Clip >= 0):
+		return fmt.Errorf("vi: FitModel: Clip must be >= 0, got %v", o.Clip)
+	case o.Restart.Window < 0 || o.Restart.Window == 1:
+		return fmt.Errorf("vi: FitModel: Restart.Window must be 0 (no restarts) or >= 2, got %d", o.Restart.Window)
+	case !(o.Restart.Z >= 0) || math.IsInf(o.Restart.Z, 0):
+		return fmt.Errorf("vi: FitModel: Restart.Z must be finite and >= 0, got %v", o.Restart.Z)
+	}
+	if o.LR == nil {
+		o.LR = optim.Geometric{Start: 0.1, End: 0.005, Steps: o.Steps}
+	}
+	if err := optim.Validate(o.LR, o.Steps); err != nil {
+		return fmt.Errorf("vi: FitModel: learning rate: %w", err)
+	}
+	if o.Tau != nil {
+		if err := optim.Validate(o.Tau, o.Steps); err != nil {
+			return fmt.Errorf("vi: FitModel: temperature: %w", err)
+		}
+	}
+	return nil
+}
+
+// modelAdapter presents a models.Model as a Model of this package: it
+// moves the guides' samples into a models.Sample.
+type modelAdapter struct {
+	m    models.Model
+	spec *models.Spec
+}
+
+// LogLik implements Model.
+func (a *modelAdapter) LogLik(t *ad.Tape, z Sample) *ad.Var {
+	names := a.spec.Names()
+	first, ok := z[names[0]]
+	if !ok || len(first.Shape()) == 0 {
+		t.Fail(fmt.Errorf("vi: no sample for site %q", names[0]))
+		return nil
+	}
+	s := models.NewSample(t, a.spec, first.Shape()[0], false)
+	for _, name := range names {
+		s.Set(name, z[name])
+	}
+	if err := t.Err(); err != nil {
+		return nil
+	}
+	return a.m.LogLik(t, s)
+}
+
+// fitRun is one finished fit.
+type fitRun struct {
+	guides []Guide
+	trace  []float64 // per-step ELBO estimates
+	steps  int
+	elbo   float64 // fresh estimate
+	stderr float64
+}
+
+// run runs the fits: Starts of them, or with restarts as many as the
+// budget Starts·Steps allows.
+func (p *modelPlan) run(ctx context.Context, m Model) ([]*fitRun, error) {
+	o := p.o
+	budget := o.Starts * o.Steps
+	var runs []*fitRun
+	used := 0
+	for i := 0; ; i++ {
+		steps := o.Steps
+		if o.Restart.Window > 0 {
+			steps = min(steps, budget-used)
+			if i > 0 && steps < 2*o.Restart.Window {
+				break
+			}
+		} else if i == o.Starts {
+			break
+		}
+		r, err := p.fit(ctx, m, i, steps)
+		if err != nil {
+			return nil, err
+		}
+		runs = append(runs, r)
+		used += r.steps
+		if o.Restart.Window == 0 && len(runs) == o.Starts || used >= budget {
+			break
+		}
+	}
+	return runs, nil
+}
+
+// fit runs fit i for at most steps steps and estimates its ELBO afresh.
+func (p *modelPlan) fit(ctx context.Context, m Model, i, steps int) (*fitRun, error) {
+	o := p.o
+	guides, err := p.newGuides(deriveSeed(o.Seed, seedInit, uint64(i)))
+	if err != nil {
+		return nil, err
+	}
+	fo := Options{Steps: steps, K: o.K, LR: o.LR, Seed: deriveSeed(o.Seed, seedSteps, uint64(i)), Clip: o.Clip}
+	if o.Checkpoint != "" {
+		fo.Checkpoint = fmt.Sprintf("%s.%d", o.Checkpoint, i)
+		fo.CheckpointEvery = o.CheckpointEvery
+	}
+	fitCtx, stop := context.WithCancel(ctx)
+	defer stop()
+	var plateau *Plateau
+	if o.Restart.Window > 0 {
+		plateau, err = NewPlateau(o.Restart.Window, o.Restart.Z)
+		if err != nil {
+			return nil, fmt.Errorf("vi: FitModel: %w", err)
+		}
+		if fo.Steps, err = replayPlateau(fo.Checkpoint, plateau, steps); err != nil {
+			return nil, err
+		}
+	}
+	fo.Progress = func(pr Progress) {
+		if plateau != nil && plateau.Add(pr.ELBO) {
+			stop()
+		}
+		if o.Progress != nil && (pr.Step%o.ProgressEvery == 0 || pr.Step == pr.Steps) {
+			o.Progress(ModelProgress{Fit: i, Progress: pr})
+		}
+	}
+	res, err := Fit(fitCtx, m, guides, fo)
+	if err != nil {
+		if ctx.Err() != nil || !errors.Is(err, context.Canceled) {
+			return nil, fmt.Errorf("vi: FitModel: fit %d: %w", i, err)
+		}
+		// Our own stop: the fit reached a plateau.
+	}
+	elbo, se, err := p.freshELBO(m, guides)
+	if err != nil {
+		return nil, fmt.Errorf("vi: FitModel: fit %d: %w", i, err)
+	}
+	return &fitRun{guides: guides, trace: res.ELBO, steps: res.Steps, elbo: elbo, stderr: se}, nil
+}
+
+// replayPlateau feeds the ELBO trace of an existing checkpoint at path to
+// plateau, so that a resumed fit ends where the uninterrupted one did. It
+// returns the steps the fit is to run: steps, or the checkpoint's step when
+// the trace already ends on a plateau.
+func replayPlateau(path string, plateau *Plateau, steps int) (int, error) {
+	if path == "" {
+		return steps, nil
+	}
+	ck, err := readCheckpoint(path)
+	if errors.Is(err, errNoCheckpoint) {
+		return steps, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("vi: FitModel: %w", err)
+	}
+	for k, v := range ck.ELBO {
+		if plateau.Add(v) {
+			if k != len(ck.ELBO)-1 {
+				return 0, fmt.Errorf("vi: FitModel: checkpoint %s continues past the plateau at step %d: written with other restart settings?", path, k+1)
+			}
+			return len(ck.ELBO), nil
+		}
+	}
+	return steps, nil
+}
+
+// freshELBO estimates the ELBO of the guides with ELBOSamples samples at the
+// temperature of the last step, in batches of at most 250, with the same
+// random numbers for every fit (common random numbers sharpen the
+// comparison). The standard error is that of the batch means.
+func (p *modelPlan) freshELBO(m Model, guides []Guide) (mean, stderr float64, err error) {
+	const batch = 250
+	n := p.o.ELBOSamples
+	nb := (n + batch - 1) / batch
+	rng := StepRand(deriveSeed(p.o.Seed, seedELBO, 0), 0)
+	t := ad.NewTape()
+	var vals []float64
+	var sum, wsum float64
+	for b := range nb {
+		k := min(batch, n-b*batch)
+		t.Reset()
+		elbo, _, _, err := ELBO(t, m, guides, Step{Index: p.o.Steps - 1, K: k, Rng: rng})
+		if err != nil {
+			return 0, 0, err
+		}
+		v := elbo.Item()
+		vals = append(vals, v)
+		sum += float64(k) * v
+		wsum += float64(k)
+	}
+	mean = sum / wsum
+	if len(vals) < 2 {
+		return mean, math.NaN(), nil
+	}
+	_, variance := meanVariance(vals)
+	return mean, math.Sqrt(variance / float64(len(vals))), nil
+}
+
+// annotate adds the notes and warnings about the fits themselves.
+func (p *modelPlan) annotate(res *ModelResult) {
+	post := res.Posterior
+	post.Notes = append(post.Notes, p.notes...)
+	if res.Starts > 1 {
+		post.Notes = append(post.Notes, fmt.Sprintf(
+			"kept fit %d of %d by a fresh %d-sample ELBO estimate: %.4g ± %.2g (all fits: %s)",
+			res.Best, res.Starts, p.o.ELBOSamples, res.FinalELBO, res.FinalELBOStdErr, formatFloats(res.FitELBO)))
+		second := math.Inf(-1)
+		near := 0
+		for i, e := range res.FitELBO {
+			if i != res.Best {
+				second = math.Max(second, e)
+			}
+			if res.FinalELBO-e <= 3*res.FinalELBOStdErr+0.5 {
+				near++
+			}
+		}
+		if near == 1 {
+			post.Warnings = append(post.Warnings, fmt.Sprintf(
+				"only fit %d of %d reached the best ELBO (the next is %.3g nats lower): the objective has local optima and more starts may find a better one",
+				res.Best, res.Starts, res.FinalELBO-second))
+		}
+	}
+}
+
+func formatFloats(x []float64) string {
+	s := make([]string, len(x))
+	for i, v := range x {
+		s[i] = fmt.Sprintf("%.4g", v)
+	}
+	return fmt.Sprint(s)
+}
+
+// Streams of deriveSeed.
+const (
+	seedInit = iota + 1
+	seedSteps
+	seedELBO
+	seedDraws
+)
+
+// deriveSeed returns the seed of stream (kind, i) of a run with the given
+// master seed, by splitmix64 finalisation, so that the streams of
+// different fits and purposes are unrelated.
+func deriveSeed(seed uint64, kind, i uint64) uint64 {
+	return splitmix64(seed ^ splitmix64(kind<<32^i))
+}
+
+// splitmix64 is the finaliser of Steele, Lea and Flood's SplitMix64.
+func splitmix64(x uint64) uint64 {
+	x += 0x9e3779b97f4a7c15
+	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9
+	x = (x ^ (x >> 27)) * 0x94d049bb133111eb
+	return x ^ (x >> 31)
+}
+
+// sortedNames returns the keys of a guide map in order, for deterministic
+// error messages.
+func sortedNames(m map[string]GuideKind) []string {
+	names := make([]string, 0, len(m))
+	for n := range m {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}

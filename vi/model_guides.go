@@ -1,0 +1,279 @@
+package vi
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+
+	"github.com/permlab/permlab/ad"
+	"github.com/permlab/permlab/ad/optim"
+	"github.com/permlab/permlab/dist"
+	"github.com/permlab/permlab/models"
+)
+
+// modelPlan is what FitModel resolved from a model's sites and the
+// options: the guide of every site, its temperatures, and the notes that
+// say what the fit targets.
+type modelPlan struct {
+	spec  *models.Spec
+	o     ModelOptions
+	kinds map[string]GuideKind
+	tau   map[string]optim.Schedule // GS guides' temperatures
+	notes []string
+}
+
+func newModelPlan(spec *models.Spec, o ModelOptions) (*modelPlan, error) {
+	if err := spec.CheckNames("vi: FitModel: Guides", sortedNames(o.Guides)); err != nil {
+		return nil, err
+	}
+	p := &modelPlan{spec: spec, o: o, kinds: map[string]GuideKind{}, tau: map[string]optim.Schedule{}}
+	for _, ps := range spec.Perms {
+		kind := o.Guides[ps.Name]
+		switch kind {
+		case GuideAuto, GuideGumbelSinkhorn:
+			kind = GuideGumbelSinkhorn
+			if err := p.planGS(ps); err != nil {
+				return nil, err
+			}
+		case GuideRounding:
+			if _, gs := ps.Prior.(models.GumbelSinkhornPrior); gs {
+				return nil, fmt.Errorf("vi: FitModel: site %q: a rounding guide cannot target a GumbelSinkhornPrior; use the Gumbel-Sinkhorn guide", ps.Name)
+			}
+			p.notes = append(p.notes, fmt.Sprintf(
+				"site %q: rounding guide (Linderman et al. 2018) with its own prior, a two-Gaussian mixture per entry (std %g), in place of the declared uniform prior; marginals are frequencies of %d hard draws round(Ψ)",
+				ps.Name, o.RoundPriorStd, o.PosteriorDraws))
+		default:
+			return nil, fmt.Errorf("vi: FitModel: site %q is a permutation site; guide %v does not fit it", ps.Name, kind)
+		}
+		p.kinds[ps.Name] = kind
+	}
+	for _, rs := range spec.Reals {
+		switch kind := o.Guides[rs.Name]; kind {
+		case GuideAuto, GuideNormal:
+			p.kinds[rs.Name] = GuideNormal
+		default:
+			return nil, fmt.Errorf("vi: FitModel: site %q is a real site; guide %v does not fit it", rs.Name, kind)
+		}
+		if _, ok := rs.Prior.(models.Normal); !ok {
+			p.notes = append(p.notes, fmt.Sprintf("site %q: the KL to the prior %v is estimated by Monte Carlo", rs.Name, rs.Prior))
+		}
+	}
+	if o.NoKL {
+		p.notes = append(p.notes, "NoKL: the permutation sites' KL terms were dropped (no regularization); the objective is not an ELBO and their priors play no part")
+	}
+	return p, nil
+}
+
+// planGS chooses the temperatures of a Gumbel-Sinkhorn guide and says in a
+// note what prior it targets.
+func (p *modelPlan) planGS(ps *models.PermSpec) error {
+	o := p.o
+	switch prior := ps.Prior.(type) {
+	case nil, models.UniformPerm:
+		p.tau[ps.Name] = o.Tau
+		if o.Tau == nil {
+			p.tau[ps.Name] = optim.Geometric{Start: 1, End: 0.1, Steps: o.Steps}
+		}
+		tp := "equal to τ at every step"
+		if o.TauPrior > 0 {
+			tp = fmt.Sprintf("%g", o.TauPrior)
+		}
+		exact := "uniform over the permutations"
+		if !ps.Full {
+			exact = "close to, not exactly, uniform over the permutations that this site's masks and fixed rows admit"
+		}
+		p.notes = append(p.notes, fmt.Sprintf(
+			"site %q: the uniform prior has no Gumbel-space density; VI used the surrogate GS(0, τ_prior), τ_prior %s, whose hard draws M(ε) are %s",
+			ps.Name, tp, exact))
+	case models.GumbelSinkhornPrior:
+		p.tau[ps.Name] = o.Tau
+		if o.Tau == nil {
+			p.tau[ps.Name] = optim.Constant(prior.Tau)
+		}
+		p.notes = append(p.notes, fmt.Sprintf("site %q: prior %v, targeted exactly by the Gumbel-space KL", ps.Name, prior))
+	default:
+		return fmt.Errorf("vi: FitModel: site %q: prior %v is not supported by variational inference", ps.Name, prior)
+	}
+	p.notes = append(p.notes, fmt.Sprintf(
+		"site %q: marginals are frequencies of %d hard draws M(X + ε) of the fitted GS(X, τ), its τ → 0 limit, not means of relaxed samples",
+		ps.Name, o.PosteriorDraws))
+	return nil
+}
+
+// newGuides builds the guides of one fit, in site order, with parameters
+// drawn from seed.
+func (p *modelPlan) newGuides(seed uint64) ([]Guide, error) {
+	o := p.o
+	rng := rand.New(rand.NewPCG(seed, 0x696e6974))
+	scale := max(o.InitScale, 0)
+	var guides []Guide
+	for _, site := range p.spec.Sites {
+		switch s := site.(type) {
+		case *models.PermSite:
+			ps := p.permSpec(s.Name)
+			switch p.kinds[s.Name] {
+			case GuideGumbelSinkhorn:
+				g, err := p.newGS(ps)
+				if err != nil {
+					return nil, err
+				}
+				fillNormal(g.X.Value.Data, scale, rng)
+				guides = append(guides, g)
+			case GuideRounding:
+				g, err := NewRounding(ps.Name, ps.B(), ps.N, ps.Masks, o.RoundStd0, o.RoundTau, o.RoundPriorStd, o.Iters)
+				if err != nil {
+					return nil, fmt.Errorf("vi: FitModel: site %q: %w", ps.Name, err)
+				}
+				fillNormal(g.Theta.Value.Data, scale, rng)
+				guides = append(guides, g)
+			}
+		case *models.RealSite:
+			guides = append(guides, newRealNormal(s, scale, rng))
+		}
+	}
+	return guides, nil
+}
+
+func (p *modelPlan) permSpec(name string) *models.PermSpec {
+	for _, ps := range p.spec.Perms {
+		if ps.Name == name {
+			return ps
+		}
+	}
+	return nil
+}
+
+func (p *modelPlan) newGS(ps *models.PermSpec) (*GumbelSinkhorn, error) {
+	o := p.o
+	tp := 0.0 // follow τ
+	var x0 []float64
+	switch prior := ps.Prior.(type) {
+	case nil, models.UniformPerm:
+		tp = o.TauPrior
+	case models.GumbelSinkhornPrior:
+		tp = prior.Tau
+		if prior.Logits != nil {
+			n := ps.N
+			x0 = make([]float64, ps.B()*n*n)
+			for b := range ps.B() {
+				for i := range n {
+					for j := range n {
+						x0[(b*n+i)*n+j] = prior.Logits.At(i, j)
+					}
+				}
+			}
+		}
+	}
+	masks := ps.Masks
+	if ps.Full {
+		masks = nil
+	}
+	g, err := NewGumbelSinkhorn(ps.Name, ps.B(), ps.N, masks, p.tau[ps.Name], tp, o.Iters)
+	if err != nil {
+		return nil, fmt.Errorf("vi: FitModel: site %q: %w", ps.Name, err)
+	}
+	g.PriorLogits = x0
+	g.NoKL = o.NoKL
+	return g, nil
+}
+
+func fillNormal(x []float64, scale float64, rng *rand.Rand) {
+	for i := range x {
+		x[i] = scale * rng.NormFloat64()
+	}
+}
+
+// realNormal is the mean-field Gaussian guide of a real site,
+// q(z) = Π_d N(z_d; μ_d, σ_d²), σ = exp(ω), with samples of shape
+// (K, Shape...). Its divergence is the closed-form KL (dist.KLNormalVar)
+// when the site's prior is a models.Normal, and the Monte Carlo
+// log q(z) − log p(z) otherwise.
+type realNormal struct {
+	site         *models.RealSite
+	Mu, LogSigma *ad.Param
+	eps          *ad.Tensor
+}
+
+// newRealNormal returns the guide of s with means around the prior's,
+// spread by scale prior standard deviations, and standard deviations a
+// tenth of the prior's.
+func newRealNormal(s *models.RealSite, scale float64, rng *rand.Rand) *realNormal {
+	d := s.Size()
+	center, spread := priorMoments(s.Prior, d)
+	mu, ls := ad.Zeros(d), ad.Zeros(d)
+	for i := range d {
+		mu.Data[i] = center[i] + scale*spread[i]*rng.NormFloat64()
+		ls.Data[i] = math.Log(spread[i] / 10)
+	}
+	return &realNormal{site: s, Mu: ad.NewParam(s.Name+".mu", mu), LogSigma: ad.NewParam(s.Name+".logsigma", ls)}
+}
+
+// priorMoments returns the mean and standard deviation of each of the d
+// coordinates of prior: exact for models.Normal, otherwise from 256 draws
+// of a fixed stream (so it does not depend on the caller's seed).
+func priorMoments(prior models.RealPrior, d int) (mean, std []float64) {
+	mean, std = make([]float64, d), make([]float64, d)
+	if n, ok := prior.(models.Normal); ok {
+		for i := range d {
+			mean[i], std[i] = n.Mu, n.Sigma
+		}
+		return mean, std
+	}
+	const draws = 256
+	rng := rand.New(rand.NewPCG(0x70726f72, 0x6d6f6d))
+	x := make([]float64, d)
+	sq := make([]float64, d)
+	for range draws {
+		prior.Rand(x, rng)
+		for i, v := range x {
+			mean[i] += v / draws
+			sq[i] += v * v / draws
+		}
+	}
+	for i := range d {
+		std[i] = math.Sqrt(math.Max(sq[i]-mean[i]*mean[i], 0))
+		if !(std[i] > 0) || math.IsInf(std[i], 0) {
+			std[i] = 1
+		}
+	}
+	return mean, std
+}
+
+// Name implements Guide.
+func (g *realNormal) Name() string { return g.site.Name }
+
+// Params implements Guide.
+func (g *realNormal) Params() []*ad.Param { return []*ad.Param{g.Mu, g.LogSigma} }
+
+// Rsample implements Guide.
+func (g *realNormal) Rsample(t *ad.Tape, s Step) (*ad.Var, Divergence, error) {
+	d := len(g.Mu.Value.Data)
+	if g.eps == nil || len(g.eps.Data) != s.K*d {
+		g.eps = ad.Zeros(s.K, d)
+	}
+	for i := range g.eps.Data {
+		g.eps.Data[i] = s.Rng.NormFloat64()
+	}
+	q := dist.NormalVar{Mu: t.Param(g.Mu), LogSigma: t.Param(g.LogSigma)}
+	flat := q.RsampleNoise(g.eps) // (K, D)
+	z := ad.Reshape(flat, append([]int{s.K}, g.site.Shape...)...)
+	var div Divergence
+	if n, ok := g.site.Prior.(models.Normal); ok {
+		p := dist.NormalVar{Mu: t.ConstScalar(n.Mu), LogSigma: t.ConstScalar(math.Log(n.Sigma))}
+		div.KL = dist.KLNormalVar(q, p)
+	} else {
+		logq := ad.SumAxis(q.LogProb(flat), 1)
+		div.LogRatio = ad.Sub(logq, g.site.Prior.LogProbVar(z))
+	}
+	return z, div, t.Err()
+}
+
+// mean and std return the guide's current moments.
+func (g *realNormal) moments() (mean, std []float64) {
+	mean = append([]float64(nil), g.Mu.Value.Data...)
+	std = make([]float64, len(mean))
+	for i, l := range g.LogSigma.Value.Data {
+		std[i] = math.Exp(l)
+	}
+	return mean, std
+}

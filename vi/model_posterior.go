@@ -1,0 +1,127 @@
+package vi
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"strings"
+
+	"gonum.org/v1/gonum/mat"
+
+	"github.com/permlab/permlab/dist"
+	"github.com/permlab/permlab/models"
+	"github.com/permlab/permlab/perm"
+	"github.com/permlab/permlab/relax"
+)
+
+// posterior summarises fitted guides as a models.Posterior: for every
+// permutation site PosteriorDraws hard draws and their frequencies, for
+// every real site the moments of q and as many draws.
+func (p *modelPlan) posterior(guides []Guide) (*models.Posterior, error) {
+	post := &models.Posterior{Perms: map[string]*models.PermPosterior{}, Reals: map[string]*models.RealPosterior{}}
+	var families []string
+	rng := rand.New(rand.NewPCG(deriveSeed(p.o.Seed, seedDraws, 0), 0x64726177))
+	for _, g := range guides {
+		var err error
+		switch g := g.(type) {
+		case *GumbelSinkhorn:
+			families = appendOnce(families, "Gumbel-Sinkhorn")
+			post.Perms[g.Site], err = p.gsPosterior(g, rng)
+		case *Rounding:
+			families = appendOnce(families, "rounding")
+			post.Perms[g.Site], err = p.roundingPosterior(g, rng)
+		case *realNormal:
+			post.Reals[g.site.Name] = p.realPosterior(g, rng)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("vi: FitModel: site %q: %w", g.Name(), err)
+		}
+	}
+	if len(families) == 0 {
+		families = []string{"mean-field Normal"}
+	}
+	post.Method = "vi (" + strings.Join(families, ", ") + ")"
+	return post, nil
+}
+
+func appendOnce(s []string, v string) []string {
+	for _, x := range s {
+		if x == v {
+			return s
+		}
+	}
+	return append(s, v)
+}
+
+// gsPosterior draws M(X_b + ε) from the fitted Gumbel-Sinkhorn guide.
+func (p *modelPlan) gsPosterior(g *GumbelSinkhorn, rng *rand.Rand) (*models.PermPosterior, error) {
+	ps := p.permSpec(g.Site)
+	d := p.o.PosteriorDraws
+	draws := make([][]perm.Perm, d)
+	for k := range draws {
+		draws[k] = make([]perm.Perm, ps.B())
+	}
+	for b := range ps.B() {
+		ds, err := dist.GumbelMatching{X: g.Logits(b)}.RandBatch(d, rng)
+		if err != nil {
+			return nil, err
+		}
+		for k, q := range ds {
+			draws[k][b] = q
+		}
+	}
+	return models.PermPosteriorFromDraws(draws, ps.Masks)
+}
+
+// roundingPosterior draws round(Ψ_b), Ψ_b = S(Θ_b) + σ_b ⊙ Z, from the
+// fitted rounding guide: the permutation its relaxed samples are pulled to.
+func (p *modelPlan) roundingPosterior(g *Rounding, rng *rand.Rand) (*models.PermPosterior, error) {
+	ps := p.permSpec(g.Site)
+	n := ps.N
+	means, err := g.Mean()
+	if err != nil {
+		return nil, err
+	}
+	d := p.o.PosteriorDraws
+	draws := make([][]perm.Perm, d)
+	for k := range draws {
+		draws[k] = make([]perm.Perm, ps.B())
+	}
+	psi := mat.NewDense(n, n, nil)
+	for b := range ps.B() {
+		m := means[b].RawMatrix()
+		for k := range draws {
+			raw := psi.RawMatrix()
+			for i := range n {
+				for j := range n {
+					e := (b*n+i)*n + j
+					v := m.Data[i*m.Stride+j]
+					if g.allowed[e] {
+						v += softplus(g.Rho.Value.Data[e]) * rng.NormFloat64()
+					}
+					raw.Data[i*raw.Stride+j] = v
+				}
+			}
+			q, err := relax.RoundMasked(psi, ps.Masks[b])
+			if err != nil {
+				return nil, err
+			}
+			draws[k][b] = q
+		}
+	}
+	return models.PermPosteriorFromDraws(draws, ps.Masks)
+}
+
+// realPosterior reports the moments of q and PosteriorDraws draws from it.
+func (p *modelPlan) realPosterior(g *realNormal, rng *rand.Rand) *models.RealPosterior {
+	mean, std := g.moments()
+	draws := make([][]float64, p.o.PosteriorDraws)
+	for k := range draws {
+		x := make([]float64, len(mean))
+		for i := range x {
+			x[i] = mean[i] + std[i]*rng.NormFloat64()
+		}
+		draws[k] = x
+	}
+	shape := append([]int(nil), g.site.Shape...)
+	return &models.RealPosterior{Shape: shape, Mean: mean, Std: std, Draws: draws}
+}
