@@ -1,6 +1,9 @@
 // Package mcmc implements Markov chain Monte Carlo for models with latent
 // permutations: transition kernels over a user-defined state, a runner that
-// drives several chains in parallel, and convergence diagnostics.
+// drives several chains in parallel, convergence diagnostics, and RunModel,
+// which samples the posterior of any models.Model (swap and block moves,
+// replica exchange, HMC) for comparison with variational inference and
+// exact enumeration.
 //
 // # Kernels and sweeps
 //
@@ -82,4 +85,58 @@
 // autocovariances are computed directly, lag by lag, only as far as the
 // sequence needs, which costs O(m n τ) rather than the O(m n log n) of an FFT.
 // For an AR(1) chain with coefficient ρ, τ = (1+ρ)/(1-ρ).
+//
+// # Running a model
+//
+// RunModel samples the posterior of any models.Model, the same value that
+// vi.FitModel fits, and returns a models.Posterior. Its state is a
+// models.State per tempered replica; every chain runs a ladder of replicas
+// at inverse temperatures 1 = β₀ > β₁ > … > β_{K-1}, replica k targeting
+//
+//	π_k(s) ∝ exp(β_k L(s)) p(s),
+//
+// with L the log-likelihood and p the prior (the permutation priors' mass
+// and the real sites' densities). Only β₀ = 1 is recorded. One sweep is,
+// in order:
+//
+//  1. replica exchange: for each adjacent pair (k, k+1), propose to swap
+//     the two states, accepted with probability
+//     min(1, exp((β_k − β_{k+1})(L(s_{k+1}) − L(s_k)))), the priors
+//     cancelling. A hot replica moves freely between modes, and exchanges
+//     carry its state down the ladder.
+//  2. per replica, per permutation site and per permutation b with f ≥ 2
+//     free rows: f swap proposals (SwapMH, with the exact proposal ratio
+//     under the effective mask), then ⌈f/2⌉ block proposals of up to 4 rows
+//     (BlockMH, symmetric; see its documentation for the proof). Swaps use
+//     the model's SwapDelta when it implements models.SwapDeltaer, and
+//     otherwise evaluate L through models.LogLikState on one-hot values.
+//  3. real sites: the model's exact Gibbs draw (models.Conjugate) for the
+//     sites it lists, at β = 1; HMC with the tape's gradients for the
+//     others, jointly, and at β < 1 for every real site. The HMC step size
+//     (and, with HMCOptions.DiagonalMass, a diagonal mass matrix) is
+//     adapted during burn-in and then frozen.
+//
+// The ladder is geometric, β_k = β_min^{k/(K-1)}, with K = 8 and β_min =
+// 0.01 by default (GeometricLadder): at β_min a move that costs 100 nats of
+// likelihood at β = 1 costs one, so a hot replica leaves any mode of a
+// small model, and a constant ratio β_{k+1}/β_k gives roughly equal
+// exchange rates along the ladder; ModelResult.Acceptance reports them per
+// pair, and a rate near zero calls for more temperatures (Temperatures,
+// Ladder).
+//
+// When the model implements models.Collapser, every permutation move
+// targets the collapsed likelihood log ∫ p(y | s, c) p(c) dc instead of L,
+// and after the moves of the β = 1 replica the collapsed sites are drawn
+// from p(c | y, permutations) (SampleCollapsed), so they are still reported.
+// A move under the marginal followed by an exact draw of c is a valid
+// update of the pair; it removes the coupling between a permutation and a
+// regression coefficient that traps a sampler alternating between them.
+// The sites the model does not collapse are then moved given c, at β = 1
+// only: a Collapser with such sites runs without tempering.
+//
+// Diagnostics are computed by default on the β = 1 draws: for every real
+// coordinate the rank-normalized split R̂ and the bulk ESS; for a
+// permutation site the worst of the same over the indicators "row i is on
+// the pooled mode's column" of its free rows and over the log-likelihood
+// trace. R̂ above 1.1 or ESS below 100 adds a warning to the Posterior.
 package mcmc

@@ -1,0 +1,1033 @@
+package mcmc
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/permlab/permlab/ad"
+	"github.com/permlab/permlab/models"
+	"github.com/permlab/permlab/perm"
+)
+
+// SiteKernel chooses how RunModel moves one site.
+type SiteKernel int
+
+const (
+	// KernelAuto is the default: swap and block moves for a permutation
+	// site; the model's Gibbs draw for a real site it declares Conjugate,
+	// HMC for the others.
+	KernelAuto SiteKernel = iota
+	// KernelHMC moves a real site by HMC even if the model can draw it
+	// exactly.
+	KernelHMC
+	// KernelGibbs draws a real site from its full conditional through the
+	// model's Conjugate fast path; the model must list the site.
+	KernelGibbs
+	// KernelSwapOnly moves a permutation site by single swaps only, without
+	// block moves.
+	KernelSwapOnly
+)
+
+func (k SiteKernel) String() string {
+	switch k {
+	case KernelAuto:
+		return "auto"
+	case KernelHMC:
+		return "HMC"
+	case KernelGibbs:
+		return "Gibbs"
+	case KernelSwapOnly:
+		return "swap only"
+	}
+	return fmt.Sprintf("SiteKernel(%d)", int(k))
+}
+
+// Defaults of ModelOptions.
+const (
+	DefaultChains       = 4
+	DefaultBurn         = 1000
+	DefaultDraws        = 1000
+	DefaultTemperatures = 8
+	DefaultBetaMin      = 0.01
+	DefaultMaxBlock     = 4
+)
+
+// ModelOptions are the settings of RunModel. The zero value gives the
+// defaults, which suit small models; every field says what 0 means.
+type ModelOptions struct {
+	Chains  int    // independent chains; 0 means 4
+	Burn    int    // sweeps discarded per chain; 0 means 1000
+	Draws   int    // draws recorded per chain; 0 means 1000
+	Thin    int    // sweeps between draws; 0 means 1
+	Seed    uint64 // master seed: results depend on it alone
+	Workers int    // chains run at once; 0 means GOMAXPROCS
+
+	// Temperatures is the number of tempered replicas per chain; 0 means 8
+	// for a model with permutation sites and 1 (no tempering) otherwise.
+	// BetaMin is the hottest inverse temperature of the geometric ladder;
+	// 0 means 0.01. Ladder, if not nil, gives the inverse temperatures
+	// explicitly (starting at 1, strictly decreasing) and overrides both.
+	Temperatures int
+	BetaMin      float64
+	Ladder       []float64
+
+	// BlockMoves is the number of block proposals per permutation per
+	// sweep; 0 means ⌈f/2⌉ for f free rows, and a negative value turns
+	// block moves off. MaxBlock is the largest block; 0 means 4.
+	BlockMoves int
+	MaxBlock   int
+
+	// HMC settings for the real sites moved by HMC; the zero value gives
+	// HMCOptions' defaults (identity mass matrix; set DiagonalMass for
+	// sites on very different scales), and Adapt is set to the burn-in.
+	HMC HMCOptions
+
+	// Kernels chooses, by site name, how a site is moved; sites not named
+	// get KernelAuto.
+	Kernels map[string]SiteKernel
+
+	// Init, if not nil, gives initial values by site name for every chain
+	// and replica; sites it does not name start from a random admitted
+	// permutation or a prior draw.
+	Init *models.State
+
+	// Progress, if not nil, is called as the chains advance.
+	Progress func(Progress)
+}
+
+// ModelResult is the output of RunModel.
+type ModelResult struct {
+	// Posterior holds the draws of the β = 1 replica of every chain,
+	// pooled, with R̂ and ESS per site, and warnings where they are poor.
+	Posterior *models.Posterior
+	// Acceptance holds the acceptance counts after burn-in per move kind,
+	// summed over chains and permutations: "swap P", "block P", "hmc",
+	// "gibbs c", "collapsed" for the β = 1 replica, the same names with
+	// " @β=0.52" for the tempered replicas, and "exchange 1↔0.52" for each
+	// adjacent pair of the ladder.
+	Acceptance []StageStats
+	// Ladder is the inverse temperatures used, Ladder[0] = 1.
+	Ladder []float64
+	// StepSize is the adapted HMC step size at each temperature, averaged
+	// over chains; nil when no site moves by HMC.
+	StepSize []float64
+	// LogLik[c] is the trace of the log-likelihood of chain c's recorded
+	// draws (the collapsed one when the model is a Collapser).
+	LogLik [][]float64
+	// Sweeps is the number of sweeps per chain, burn-in included, and Wall
+	// the elapsed time.
+	Sweeps int
+	Wall   time.Duration
+}
+
+// RunModel samples the posterior of m by MCMC and returns it as a
+// models.Posterior, so that it can be compared with vi.FitModel and
+// models.Exact. See the package documentation ("Running a model") for the
+// moves and the diagnostics.
+//
+// Permutation priors must be tractable: a site with a
+// models.GumbelSinkhornPrior is an error naming it. By-name options
+// (Kernels, Init) must name sites of the model. The chains call m's methods
+// from several goroutines at once, one per chain, each with its own tape,
+// so m must not change shared state when evaluated. The result depends on
+// o.Seed alone, not on Workers or GOMAXPROCS.
+func RunModel(ctx context.Context, m models.Model, o ModelOptions) (*ModelResult, error) {
+	plan, err := newPlan(m, o)
+	if err != nil {
+		return nil, err
+	}
+	sm := Sampler[*chainState]{
+		Chains: plan.chains, Burn: plan.burn, Samples: plan.draws, Thin: plan.thin,
+		Seed: o.Seed, Workers: o.Workers, Progress: o.Progress,
+		Init:   plan.initChain,
+		Record: plan.record,
+	}
+	res, err := sm.Run(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("mcmc: RunModel: %w", err)
+	}
+	return plan.result(res)
+}
+
+// plan is RunModel's validated configuration, shared read-only by the
+// chains.
+type plan struct {
+	m        models.Model
+	spec     *models.Spec
+	o        ModelOptions
+	chains   int
+	burn     int
+	draws    int
+	thin     int
+	ladder   []float64
+	maxBlock int
+
+	col       models.Collapser   // nil unless the permutation moves are collapsed
+	collapsed []string           // sites integrated out
+	conj      models.Conjugate   // nil when no site is drawn by Gibbs
+	sd        models.SwapDeltaer // nil when swaps must evaluate the model
+	gibbs     []*models.RealSite // drawn by Gibbs at β = 1
+	hmcCold   []*models.RealSite // moved by HMC at β = 1
+	hmcHot    []*models.RealSite // moved by HMC at β < 1
+	notes     []string
+}
+
+func newPlan(m models.Model, o ModelOptions) (*plan, error) {
+	spec, err := models.Check(m)
+	if err != nil {
+		return nil, fmt.Errorf("mcmc: RunModel: %w", err)
+	}
+	pl := &plan{m: m, spec: spec, o: o}
+	switch {
+	case o.Chains < 0, o.Burn < 0, o.Draws < 0, o.Thin < 0, o.Temperatures < 0, o.MaxBlock < 0:
+		return nil, fmt.Errorf("mcmc: RunModel: Chains, Burn, Draws, Thin, Temperatures and MaxBlock must be >= 0, got %d, %d, %d, %d, %d, %d",
+			o.Chains, o.Burn, o.Draws, o.Thin, o.Temperatures, o.MaxBlock)
+	case o.MaxBlock == 1:
+		return nil, errors.New("mcmc: RunModel: MaxBlock must be >= 2 (or 0 for the default)")
+	case o.BetaMin < 0 || o.BetaMin > 1 || math.IsNaN(o.BetaMin):
+		return nil, fmt.Errorf("mcmc: RunModel: BetaMin must be in (0, 1], got %v", o.BetaMin)
+	}
+	pl.chains = orDefault(o.Chains, DefaultChains)
+	pl.burn = orDefault(o.Burn, DefaultBurn)
+	pl.draws = orDefault(o.Draws, DefaultDraws)
+	pl.thin = orDefault(o.Thin, 1)
+	pl.maxBlock = orDefault(o.MaxBlock, DefaultMaxBlock)
+
+	for _, ps := range spec.Perms {
+		if ps.Prior != nil && !ps.Prior.Tractable() {
+			return nil, fmt.Errorf("mcmc: RunModel: site %q: prior %v has no tractable mass on permutations; MCMC needs UniformPerm or another tractable prior (use package vi for this model)", ps.Name, ps.Prior)
+		}
+	}
+	if err := pl.checkKernels(); err != nil {
+		return nil, err
+	}
+	if err := pl.checkInit(); err != nil {
+		return nil, err
+	}
+	if err := pl.assignRealKernels(); err != nil {
+		return nil, err
+	}
+	if err := pl.setLadder(); err != nil {
+		return nil, err
+	}
+	if sd, ok := m.(models.SwapDeltaer); ok && pl.col == nil {
+		pl.sd = sd
+	}
+	return pl, nil
+}
+
+func orDefault(v, d int) int {
+	if v == 0 {
+		return d
+	}
+	return v
+}
+
+func (pl *plan) checkKernels() error {
+	names := make([]string, 0, len(pl.o.Kernels))
+	for n := range pl.o.Kernels {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	if err := pl.spec.CheckNames("mcmc: RunModel: Kernels", names); err != nil {
+		return err
+	}
+	for _, n := range names {
+		k := pl.o.Kernels[n]
+		site, _ := pl.spec.Lookup(n)
+		_, isPerm := site.(*models.PermSite)
+		switch {
+		case k < KernelAuto || k > KernelSwapOnly:
+			return fmt.Errorf("mcmc: RunModel: Kernels[%q] = %v is not a kernel", n, k)
+		case isPerm && (k == KernelHMC || k == KernelGibbs):
+			return fmt.Errorf("mcmc: RunModel: Kernels[%q] = %v, but %q is a permutation site", n, k, n)
+		case !isPerm && k == KernelSwapOnly:
+			return fmt.Errorf("mcmc: RunModel: Kernels[%q] = %v, but %q is a real site", n, k, n)
+		}
+	}
+	return nil
+}
+
+func (pl *plan) checkInit() error {
+	in := pl.o.Init
+	if in == nil {
+		return nil
+	}
+	var names []string
+	for n := range in.Perms {
+		names = append(names, n)
+	}
+	for n := range in.Reals {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	if err := pl.spec.CheckNames("mcmc: RunModel: Init", names); err != nil {
+		return err
+	}
+	for n, perms := range in.Perms {
+		site, _ := pl.spec.Lookup(n)
+		ps := pl.permSpec(n)
+		if ps == nil {
+			return fmt.Errorf("mcmc: RunModel: Init.Perms names %q, which is a %T", n, site)
+		}
+		if len(perms) != ps.B() {
+			return fmt.Errorf("mcmc: RunModel: Init: site %q has %d permutations, want %d", n, len(perms), ps.B())
+		}
+		for b, p := range perms {
+			if len(p) != ps.N || p.Validate() != nil || !ps.Masks[b].Admits(p) {
+				return fmt.Errorf("mcmc: RunModel: Init: site %q permutation %d (%v) is not a permutation of size %d that its mask and fixed rows admit", n, b, p, ps.N)
+			}
+		}
+	}
+	for n, x := range in.Reals {
+		site, _ := pl.spec.Lookup(n)
+		rs, ok := site.(*models.RealSite)
+		if !ok {
+			return fmt.Errorf("mcmc: RunModel: Init.Reals names %q, which is a permutation site", n)
+		}
+		if len(x) != rs.Size() || !allFinite(x) {
+			return fmt.Errorf("mcmc: RunModel: Init: site %q needs %d finite values, got %v", n, rs.Size(), x)
+		}
+	}
+	return nil
+}
+
+func (pl *plan) permSpec(name string) *models.PermSpec {
+	for _, ps := range pl.spec.Perms {
+		if ps.Name == name {
+			return ps
+		}
+	}
+	return nil
+}
+
+// assignRealKernels decides for every real site whether it is collapsed,
+// drawn by Gibbs or moved by HMC, at β = 1 and at β < 1.
+func (pl *plan) assignRealKernels() error {
+	isCollapsed := map[string]bool{}
+	if col, ok := pl.m.(models.Collapser); ok && len(pl.spec.Perms) > 0 {
+		names := col.CollapsedSites()
+		if err := pl.spec.CheckNames("mcmc: RunModel: Collapser.CollapsedSites", names); err != nil {
+			return err
+		}
+		for _, n := range names {
+			site, _ := pl.spec.Lookup(n)
+			if _, ok := site.(*models.RealSite); !ok {
+				return fmt.Errorf("mcmc: RunModel: Collapser.CollapsedSites names %q, which is a permutation site", n)
+			}
+			if pl.o.Kernels[n] != KernelAuto {
+				return fmt.Errorf("mcmc: RunModel: Kernels[%q] = %v, but the model integrates %q out (Collapser)", n, pl.o.Kernels[n], n)
+			}
+			isCollapsed[n] = true
+		}
+		if len(names) > 0 {
+			pl.col, pl.collapsed = col, slices.Clone(names)
+		}
+	}
+	isConj := map[string]bool{}
+	if cj, ok := pl.m.(models.Conjugate); ok {
+		names := cj.ConjugateSites()
+		if err := pl.spec.CheckNames("mcmc: RunModel: Conjugate.ConjugateSites", names); err != nil {
+			return err
+		}
+		for _, n := range names {
+			isConj[n] = true
+		}
+		pl.conj = cj
+	}
+	for _, rs := range pl.spec.Reals {
+		k := pl.o.Kernels[rs.Name]
+		switch {
+		case isCollapsed[rs.Name]:
+		case k == KernelGibbs && !isConj[rs.Name]:
+			return fmt.Errorf("mcmc: RunModel: Kernels[%q] = Gibbs, but the model does not list %q in Conjugate.ConjugateSites", rs.Name, rs.Name)
+		case isConj[rs.Name] && k != KernelHMC:
+			pl.gibbs = append(pl.gibbs, rs)
+			pl.hmcHot = append(pl.hmcHot, rs)
+		default:
+			pl.hmcCold = append(pl.hmcCold, rs)
+			pl.hmcHot = append(pl.hmcHot, rs)
+		}
+	}
+	if len(pl.gibbs) == 0 {
+		pl.conj = nil
+	}
+	return nil
+}
+
+func (pl *plan) setLadder() error {
+	o := pl.o
+	if o.Ladder != nil {
+		if err := checkLadder(o.Ladder); err != nil {
+			return fmt.Errorf("mcmc: RunModel: Ladder: %w", err)
+		}
+		pl.ladder = slices.Clone(o.Ladder)
+	} else {
+		k := o.Temperatures
+		if k == 0 {
+			k = 1
+			if len(pl.spec.Perms) > 0 {
+				k = DefaultTemperatures
+			}
+		}
+		betaMin := o.BetaMin
+		if betaMin == 0 {
+			betaMin = DefaultBetaMin
+		}
+		var err error
+		if pl.ladder, err = GeometricLadder(k, betaMin); err != nil {
+			return fmt.Errorf("mcmc: RunModel: %w", err)
+		}
+	}
+	// A collapsed model with real sites left over cannot be tempered: the
+	// hot replicas would need their tempered conditionals, which a
+	// Collapser does not provide.
+	if len(pl.ladder) > 1 && pl.col != nil && len(pl.hmcHot) > 0 {
+		if o.Ladder != nil || o.Temperatures > 1 {
+			return fmt.Errorf("mcmc: RunModel: cannot temper a Collapser model with real sites that are not collapsed (%s)", pl.hmcHot[0].Name)
+		}
+		pl.ladder = pl.ladder[:1]
+		pl.notes = append(pl.notes, "tempering is off: the model integrates some real sites out (Collapser) but not "+pl.hmcHot[0].Name+", and the hot replicas would need its tempered conditional")
+	}
+	return nil
+}
+
+// chainState is the state of one chain: one replica per temperature.
+type chainState struct {
+	reps []*replica // reps[k] runs at ladder[k]; reps[0] is the target
+	ev   *evaluator
+	hmc  []*HMC // per temperature, nil where no site moves by HMC
+}
+
+// replica is one tempered copy of the model state. Exchanges swap s, ll and
+// llOK between replicas; beta stays with the position in the ladder.
+type replica struct {
+	beta float64
+	s    *models.State
+	ll   float64 // log-likelihood of s (collapsed when the plan is), valid if llOK
+	llOK bool
+}
+
+// evaluator computes log-likelihoods for one chain; it owns the chain's
+// tape.
+type evaluator struct {
+	pl *plan
+	t  *ad.Tape
+}
+
+// logLik returns the log-likelihood the permutation moves target: the
+// collapsed one when the model integrates sites out, the full one
+// otherwise.
+func (ev *evaluator) logLik(s *models.State) (float64, error) {
+	var v float64
+	var err error
+	if ev.pl.col != nil {
+		v, err = ev.pl.col.CollapsedLogLik(s)
+	} else {
+		v, err = models.LogLikState(ev.pl.m, ev.pl.spec, ev.t, s)
+	}
+	if err == nil && math.IsNaN(v) {
+		err = errors.New("log-likelihood is NaN")
+	}
+	return v, err
+}
+
+func (ev *evaluator) ensure(r *replica) error {
+	if r.llOK {
+		return nil
+	}
+	v, err := ev.logLik(r.s)
+	if err != nil {
+		return err
+	}
+	r.ll, r.llOK = v, true
+	return nil
+}
+
+// permTarget adapts one permutation b of a site in one replica to
+// PermTarget. The permutation the kernels move is r.s.Perms[site][b]
+// itself, so LogDensity evaluates the replica's state. The kernels
+// (SwapMH, BlockMH) call LogDensity first at the current state and then at
+// the proposal; the first value is the replica's cached log-likelihood when
+// valid, and the second is kept so that an accepted move updates the cache
+// without another evaluation.
+type permTarget struct {
+	ev    *evaluator
+	r     *replica
+	site  string
+	b     int
+	prior models.PermPrior // nil for uniform
+
+	calls   int
+	pending float64
+	err     error
+}
+
+func (pt *permTarget) reset() { pt.calls, pt.err = 0, nil }
+
+func (pt *permTarget) LogDensity(p perm.Perm) float64 {
+	pt.calls++
+	var v float64
+	if pt.calls == 1 && pt.r.llOK {
+		v = pt.r.ll
+	} else {
+		var err error
+		if v, err = pt.ev.logLik(pt.r.s); err != nil {
+			pt.err = err
+			return math.NaN()
+		}
+	}
+	if pt.calls == 1 {
+		pt.r.ll, pt.r.llOK = v, true
+	} else {
+		pt.pending = v
+	}
+	lp := pt.r.beta * v
+	if pt.prior != nil {
+		lp += pt.prior.LogMass(p)
+	}
+	return lp
+}
+
+// deltaTarget adds the model's SwapDelta fast path to permTarget.
+type deltaTarget struct{ *permTarget }
+
+func (dt deltaTarget) SwapDelta(p perm.Perm, i, j int) float64 {
+	pt := dt.permTarget
+	d, err := pt.ev.pl.sd.SwapDelta(pt.r.s, pt.site, pt.b, i, j)
+	if err != nil {
+		pt.err = err
+		return math.NaN()
+	}
+	d *= pt.r.beta
+	if pt.prior != nil {
+		before := pt.prior.LogMass(p)
+		p[i], p[j] = p[j], p[i]
+		d += pt.prior.LogMass(p) - before
+		p[i], p[j] = p[j], p[i]
+	}
+	return d
+}
+
+// permKernel is SwapMH or BlockMH.
+type permKernel interface {
+	Step(rng *rand.Rand, p perm.Perm) (bool, error)
+}
+
+// permStage wraps a permutation kernel of one replica as a stage of the
+// chain, keeping the replica's cached log-likelihood in step.
+func permStage(name string, k permKernel, pt *permTarget, repeat int) Stage[*chainState] {
+	return Stage[*chainState]{Name: name, Repeat: repeat, Kernel: KernelFunc[*chainState](func(rng *rand.Rand, _ *chainState) (bool, error) {
+		pt.reset()
+		acc, err := k.Step(rng, pt.r.s.Perms[pt.site][pt.b])
+		if pt.err != nil {
+			return false, fmt.Errorf("site %q permutation %d: %w", pt.site, pt.b, pt.err)
+		}
+		if err != nil {
+			return false, err
+		}
+		if acc {
+			if pt.calls == 2 {
+				pt.r.ll = pt.pending
+			} else {
+				pt.r.llOK = false
+			}
+		}
+		return acc, nil
+	})}
+}
+
+func (pl *plan) initChain(c int, rng *rand.Rand) (*chainState, []Stage[*chainState], error) {
+	cs := &chainState{ev: &evaluator{pl: pl, t: ad.NewTape()}, hmc: make([]*HMC, len(pl.ladder))}
+	for k, beta := range pl.ladder {
+		s, err := models.NewState(pl.spec, rng)
+		if err != nil {
+			return nil, nil, err
+		}
+		if in := pl.o.Init; in != nil {
+			for n, ps := range in.Perms {
+				for b, p := range ps {
+					s.Perms[n][b] = p.Clone()
+				}
+			}
+			for n, x := range in.Reals {
+				s.Reals[n] = slices.Clone(x)
+			}
+		}
+		if k == 0 && pl.col != nil {
+			// Start the collapsed sites from their conditional, so that
+			// the first recorded draws are consistent.
+			if err := pl.col.SampleCollapsed(rng, s); err != nil {
+				return nil, nil, fmt.Errorf("SampleCollapsed: %w", err)
+			}
+		}
+		cs.reps = append(cs.reps, &replica{beta: beta, s: s})
+	}
+
+	var stages []Stage[*chainState]
+	// Exchanges first, so that the β = 1 replica's last moves of the sweep
+	// (in particular the draw of collapsed sites) are made on the state it
+	// ends the sweep with.
+	for k := 0; k+1 < len(cs.reps); k++ {
+		lo, hi := cs.reps[k], cs.reps[k+1]
+		stages = append(stages, Stage[*chainState]{
+			Name: fmt.Sprintf("exchange %.3g↔%.3g", lo.beta, hi.beta),
+			Kernel: KernelFunc[*chainState](func(rng *rand.Rand, cs *chainState) (bool, error) {
+				if err := cs.ev.ensure(lo); err != nil {
+					return false, err
+				}
+				if err := cs.ev.ensure(hi); err != nil {
+					return false, err
+				}
+				if !exchangeAccept(rng, lo.beta, hi.beta, lo.ll, hi.ll) {
+					return false, nil
+				}
+				lo.s, hi.s = hi.s, lo.s
+				lo.ll, hi.ll = hi.ll, lo.ll
+				lo.llOK, hi.llOK = hi.llOK, lo.llOK
+				return true, nil
+			}),
+		})
+	}
+	for k, r := range cs.reps {
+		suffix := ""
+		if k > 0 {
+			suffix = fmt.Sprintf(" @β=%.3g", r.beta)
+		}
+		ps, err := pl.permStages(cs.ev, r, suffix)
+		if err != nil {
+			return nil, nil, err
+		}
+		stages = append(stages, ps...)
+		if k == 0 {
+			stages = append(stages, pl.coldRealStages(r)...)
+		}
+		sites := pl.hmcHot
+		if k == 0 {
+			sites = pl.hmcCold
+		}
+		if len(sites) > 0 {
+			st, h, err := pl.hmcStage(cs.ev, r, sites, "hmc"+suffix)
+			if err != nil {
+				return nil, nil, err
+			}
+			cs.hmc[k] = h
+			stages = append(stages, st)
+		}
+	}
+	if len(stages) == 0 {
+		return nil, nil, errors.New("nothing to sample: no permutation has two free rows and there are no real sites")
+	}
+	return cs, stages, nil
+}
+
+// permStages returns the swap and block stages of every permutation of
+// every site for replica r.
+func (pl *plan) permStages(ev *evaluator, r *replica, suffix string) ([]Stage[*chainState], error) {
+	var stages []Stage[*chainState]
+	for _, ps := range pl.spec.Perms {
+		var prior models.PermPrior
+		if ps.Prior != nil {
+			if _, uniform := ps.Prior.(models.UniformPerm); !uniform {
+				prior = ps.Prior
+			}
+		}
+		for b := range ps.B() {
+			fixed := make([]bool, ps.N)
+			nfree := 0
+			for i, f := range ps.Free[b] {
+				fixed[i] = !f
+				if f {
+					nfree++
+				}
+			}
+			if nfree < 2 {
+				continue
+			}
+			var mask *perm.Mask
+			if !ps.Full {
+				mask = ps.Masks[b]
+			}
+			pt := &permTarget{ev: ev, r: r, site: ps.Name, b: b, prior: prior}
+			var target PermTarget = pt
+			if pl.sd != nil {
+				target = deltaTarget{pt}
+			}
+			swap, err := NewSwapMH(ps.N, target, mask, fixed)
+			if err != nil {
+				return nil, err
+			}
+			stages = append(stages, permStage("swap "+ps.Name+suffix, swap, pt, nfree))
+			nBlock := pl.o.BlockMoves
+			if nBlock == 0 {
+				nBlock = (nfree + 1) / 2
+			}
+			if nBlock < 0 || nfree < 3 || pl.o.Kernels[ps.Name] == KernelSwapOnly {
+				continue
+			}
+			// The block kernel evaluates the target itself (a block move is
+			// not a swap), so it gets the plain adapter.
+			pt2 := &permTarget{ev: ev, r: r, site: ps.Name, b: b, prior: prior}
+			block, err := NewBlockMH(ps.N, pt2, mask, fixed, pl.maxBlock)
+			if err != nil {
+				return nil, err
+			}
+			stages = append(stages, permStage("block "+ps.Name+suffix, block, pt2, nBlock))
+		}
+	}
+	return stages, nil
+}
+
+// coldRealStages returns the draw of the collapsed sites and the Gibbs draws
+// of the conjugate sites, for the β = 1 replica only.
+func (pl *plan) coldRealStages(r *replica) []Stage[*chainState] {
+	var stages []Stage[*chainState]
+	if pl.col != nil {
+		stages = append(stages, Stage[*chainState]{Name: "collapsed", Kernel: KernelFunc[*chainState](func(rng *rand.Rand, _ *chainState) (bool, error) {
+			// The collapsed log-likelihood does not depend on the collapsed
+			// sites, so the cache stays valid.
+			if err := pl.col.SampleCollapsed(rng, r.s); err != nil {
+				return false, fmt.Errorf("SampleCollapsed: %w", err)
+			}
+			return true, nil
+		})})
+	}
+	for _, rs := range pl.gibbs {
+		name := rs.Name
+		stages = append(stages, Stage[*chainState]{Name: "gibbs " + name, Kernel: KernelFunc[*chainState](func(rng *rand.Rand, _ *chainState) (bool, error) {
+			if err := pl.conj.SampleConditional(rng, r.s, name); err != nil {
+				return false, fmt.Errorf("SampleConditional(%q): %w", name, err)
+			}
+			r.llOK = false
+			return true, nil
+		})})
+	}
+	return stages
+}
+
+// hmcStage returns an HMC stage moving the given real sites of replica r
+// jointly under β·log p(y | s) + log p(sites), the gradient from the tape.
+func (pl *plan) hmcStage(ev *evaluator, r *replica, sites []*models.RealSite, name string) (Stage[*chainState], *HMC, error) {
+	names := make([]string, len(sites))
+	dim := 0
+	for i, rs := range sites {
+		names[i] = rs.Name
+		dim += rs.Size()
+	}
+	logDensity := func(x, grad []float64) (float64, error) {
+		off := 0
+		for _, rs := range sites {
+			copy(r.s.Reals[rs.Name], x[off:off+rs.Size()])
+			off += rs.Size()
+		}
+		t := ev.t
+		t.Reset()
+		z, leaves, err := models.HardSample(t, pl.spec, r.s, names...)
+		if err != nil {
+			return 0, err
+		}
+		obj := ad.Scale(ad.Sum(pl.m.LogLik(t, z)), r.beta)
+		for _, rs := range sites {
+			obj = ad.Add(obj, ad.Sum(rs.Prior.LogProbVar(leaves[rs.Name])))
+		}
+		if err := t.Backward(obj); err != nil {
+			return 0, err
+		}
+		off = 0
+		for _, rs := range sites {
+			copy(grad[off:off+rs.Size()], leaves[rs.Name].Grad())
+			off += rs.Size()
+		}
+		return obj.Item(), nil
+	}
+	ho := pl.o.HMC
+	ho.Adapt = pl.burn
+	h, err := NewHMC(dim, logDensity, ho)
+	if err != nil {
+		return Stage[*chainState]{}, nil, err
+	}
+	x := make([]float64, dim)
+	// Unless HMC is the only move, the other moves change its density
+	// (β·L depends on the permutations) between its steps.
+	alone := len(pl.spec.Perms) == 0 && len(pl.gibbs) == 0 && len(pl.ladder) == 1
+	st := Stage[*chainState]{Name: name, Kernel: KernelFunc[*chainState](func(rng *rand.Rand, _ *chainState) (bool, error) {
+		off := 0
+		for _, rs := range sites {
+			copy(x[off:], r.s.Reals[rs.Name])
+			off += rs.Size()
+		}
+		if !alone {
+			h.forget()
+		}
+		acc, err := h.Step(rng, x)
+		off = 0
+		for _, rs := range sites {
+			copy(r.s.Reals[rs.Name], x[off:off+rs.Size()])
+			off += rs.Size()
+		}
+		r.llOK = false
+		return acc, err
+	})}
+	return st, h, nil
+}
+
+// record appends the β = 1 replica's permutations (site by site, b by b,
+// row by row), its real sites in declaration order, and its
+// log-likelihood.
+func (pl *plan) record(dst []float64, cs *chainState) []float64 {
+	r := cs.reps[0]
+	for _, ps := range pl.spec.Perms {
+		for _, p := range r.s.Perms[ps.Name] {
+			for _, c := range p {
+				dst = append(dst, float64(c))
+			}
+		}
+	}
+	for _, rs := range pl.spec.Reals {
+		dst = append(dst, r.s.Reals[rs.Name]...)
+	}
+	if err := cs.ev.ensure(r); err != nil {
+		return append(dst, math.NaN())
+	}
+	return append(dst, r.ll)
+}
+
+// result turns the traces into a ModelResult.
+func (pl *plan) result(res *Result[*chainState]) (*ModelResult, error) {
+	out := &ModelResult{
+		Ladder: slices.Clone(pl.ladder),
+		Sweeps: pl.burn + pl.draws*pl.thin,
+		Wall:   res.Wall,
+	}
+	post := &models.Posterior{
+		Method: "MCMC",
+		Perms:  map[string]*models.PermPosterior{},
+		Reals:  map[string]*models.RealPosterior{},
+	}
+	out.Posterior = post
+	nc := len(res.Chains)
+	nd := len(res.Chains[0].Trace)
+
+	// Column layout of the trace, as written by record.
+	col := 0
+	llCol := 0
+	for _, ps := range pl.spec.Perms {
+		llCol += ps.B() * ps.N
+	}
+	for _, rs := range pl.spec.Reals {
+		llCol += rs.Size()
+	}
+	llDraws, err := res.Draws(llCol)
+	if err != nil {
+		return nil, fmt.Errorf("mcmc: RunModel: %w", err)
+	}
+	for c, ch := range llDraws {
+		for t, v := range ch {
+			if math.IsNaN(v) {
+				return nil, fmt.Errorf("mcmc: RunModel: chain %d draw %d: the log-likelihood could not be evaluated", c, t)
+			}
+		}
+	}
+	out.LogLik = llDraws
+	llRHat, llESS := diagnose(llDraws)
+
+	for _, ps := range pl.spec.Perms {
+		b, n := ps.B(), ps.N
+		draws := make([][]perm.Perm, 0, nc*nd)
+		for _, ch := range res.Chains {
+			for _, row := range ch.Trace {
+				d := make([]perm.Perm, b)
+				flat := make([]int, b*n)
+				for k := range flat {
+					flat[k] = int(row[col+k])
+				}
+				for k := range d {
+					d[k] = flat[k*n : (k+1)*n : (k+1)*n]
+				}
+				draws = append(draws, d)
+			}
+		}
+		pp, err := models.PermPosteriorFromDraws(draws, ps.Masks)
+		if err != nil {
+			return nil, fmt.Errorf("mcmc: RunModel: site %q: %w", ps.Name, err)
+		}
+		// Diagnostics on the indicators "row i of permutation k is on the
+		// pooled mode's column", and on the log-likelihood trace.
+		pp.RHat, pp.ESS = llRHat, llESS
+		ind := make([][]float64, nc)
+		for c := range ind {
+			ind[c] = make([]float64, nd)
+		}
+		for k := range b {
+			for i := range n {
+				if !ps.Free[k][i] {
+					continue
+				}
+				for c := range nc {
+					for t := range nd {
+						ind[c][t] = 0
+						if draws[c*nd+t][k][i] == pp.Mode[k][i] {
+							ind[c][t] = 1
+						}
+					}
+				}
+				rh, es := diagnose(ind)
+				pp.RHat, pp.ESS = worse(pp.RHat, rh, pp.ESS, es)
+			}
+		}
+		post.Perms[ps.Name] = pp
+		col += b * n
+		pl.warn(post, ps.Name, pp.RHat, pp.ESS)
+	}
+	for _, rs := range pl.spec.Reals {
+		d := rs.Size()
+		rp := &models.RealPosterior{
+			Shape: slices.Clone(rs.Shape),
+			Mean:  make([]float64, d), Std: make([]float64, d),
+			RHat: make([]float64, d), ESS: make([]float64, d),
+		}
+		for _, ch := range res.Chains {
+			for _, row := range ch.Trace {
+				rp.Draws = append(rp.Draws, slices.Clone(row[col:col+d]))
+			}
+		}
+		worstR, worstE := math.NaN(), math.NaN()
+		for j := range d {
+			x, err := res.Draws(col + j)
+			if err != nil {
+				return nil, fmt.Errorf("mcmc: RunModel: %w", err)
+			}
+			mean, sd := meanStd(x)
+			rp.Mean[j], rp.Std[j] = mean, sd
+			rp.RHat[j], rp.ESS[j] = diagnose(x)
+			worstR, worstE = worse(worstR, rp.RHat[j], worstE, rp.ESS[j])
+		}
+		post.Reals[rs.Name] = rp
+		col += d
+		pl.warn(post, rs.Name, worstR, worstE)
+	}
+
+	// Acceptance by stage name, summed over permutations and chains.
+	for _, st := range res.Acceptance() {
+		if k := slices.IndexFunc(out.Acceptance, func(s StageStats) bool { return s.Name == st.Name }); k >= 0 {
+			out.Acceptance[k].Steps += st.Steps
+			out.Acceptance[k].Accepted += st.Accepted
+		} else {
+			out.Acceptance = append(out.Acceptance, st)
+		}
+	}
+	if len(pl.hmcCold) > 0 || (len(pl.ladder) > 1 && len(pl.hmcHot) > 0) {
+		out.StepSize = make([]float64, len(pl.ladder))
+		for k := range pl.ladder {
+			cnt := 0
+			for _, ch := range res.Chains {
+				if h := ch.Final.hmc[k]; h != nil {
+					out.StepSize[k] += h.StepSize()
+					cnt++
+				}
+			}
+			out.StepSize[k] = out.StepSize[k] / float64(max(cnt, 1))
+			if cnt == 0 {
+				out.StepSize[k] = math.NaN()
+			}
+		}
+	}
+	post.Notes = append(post.Notes, pl.describe()...)
+	return out, nil
+}
+
+// describe returns the notes that say what the sampler did.
+func (pl *plan) describe() []string {
+	var notes []string
+	start := "random admitted permutations and prior draws"
+	if pl.o.Init != nil {
+		start = "Init for the sites it names, " + start + " for the others"
+	}
+	notes = append(notes, fmt.Sprintf("%d chains × %d draws (burn-in %d sweeps, thin %d), started from %s", pl.chains, pl.draws, pl.burn, pl.thin, start))
+	if len(pl.ladder) > 1 {
+		b := make([]string, len(pl.ladder))
+		for k, v := range pl.ladder {
+			b[k] = fmt.Sprintf("%.3g", v)
+		}
+		notes = append(notes, fmt.Sprintf("replica exchange over %d inverse temperatures β = [%s]; only β = 1 is recorded", len(pl.ladder), strings.Join(b, " ")))
+	}
+	if pl.col != nil {
+		notes = append(notes, fmt.Sprintf("permutation moves target the collapsed likelihood (sites %v integrated out), which are then drawn from their conditional", pl.collapsed))
+	}
+	if len(pl.gibbs) > 0 {
+		names := make([]string, len(pl.gibbs))
+		for i, rs := range pl.gibbs {
+			names[i] = rs.Name
+		}
+		notes = append(notes, fmt.Sprintf("Gibbs draws (the model's Conjugate) for %v", names))
+	}
+	return append(notes, pl.notes...)
+}
+
+// Thresholds for the warnings of RunModel.
+const (
+	warnRHat = 1.1
+	warnESS  = 100
+)
+
+func (pl *plan) warn(post *models.Posterior, site string, rhat, ess float64) {
+	if rhat > warnRHat {
+		post.Warnings = append(post.Warnings, fmt.Sprintf("chains disagree on site %s: R̂ %.3g > %.1f; run longer (Burn, Draws), add temperatures (Temperatures, BetaMin) or block moves, or start from a better Init", site, rhat, warnRHat))
+	}
+	if ess < warnESS {
+		post.Warnings = append(post.Warnings, fmt.Sprintf("few effective draws on site %s: ESS %.0f < %d; run longer or thin less", site, ess, warnESS))
+	}
+}
+
+// diagnose returns the rank-normalized split R̂ and the bulk ESS of
+// draws[chain][draw], or NaN for both when they are undefined (constant
+// draws, too few draws).
+func diagnose(draws [][]float64) (rhat, ess float64) {
+	r, err := RankRHat(draws)
+	if err != nil {
+		return math.NaN(), math.NaN()
+	}
+	e, err := BulkESS(draws)
+	if err != nil {
+		return r, math.NaN()
+	}
+	return r, e
+}
+
+// worse combines diagnostics, keeping the largest R̂ and the smallest ESS
+// and ignoring NaN.
+func worse(r1, r2, e1, e2 float64) (float64, float64) {
+	if math.IsNaN(r1) || r2 > r1 {
+		r1 = r2
+	}
+	if math.IsNaN(e1) || e2 < e1 {
+		e1 = e2
+	}
+	return r1, e1
+}
+
+func meanStd(x [][]float64) (mean, sd float64) {
+	n := 0
+	for _, c := range x {
+		for _, v := range c {
+			mean += v
+			n++
+		}
+	}
+	mean /= float64(n)
+	for _, c := range x {
+		for _, v := range c {
+			sd += (v - mean) * (v - mean)
+		}
+	}
+	if n > 1 {
+		sd = math.Sqrt(sd / float64(n-1))
+	}
+	return mean, sd
+}
