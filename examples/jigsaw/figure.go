@@ -1,0 +1,72 @@
+package main
+
+import (
+	"os"
+
+	"github.com/permlab/permlab/models/jigsaw"
+	"github.com/permlab/permlab/perm"
+)
+
+// figureRows is the number of puzzles the figure shows.
+const figureRows = 6
+
+// figureIters is the number of Sinkhorn iterations of the soft
+// reconstructions: more than in training, so that the small temperatures
+// are close to their limit.
+const figureIters = 100
+
+// writeFigure draws, for the first puzzles of z, one row each: the original
+// (cropped) image, the scrambled pieces, the soft reconstructions at taus and
+// the hard reconstruction, like Figure 3a of the paper.
+func writeFigure(path string, net *jigsaw.Net, z *jigsaw.Puzzles, taus []float64) error {
+	g := net.Grid()
+	k := min(figureRows, z.Len())
+	head := &jigsaw.Puzzles{Grid: g, Pieces: z.Pieces[:k*g.N()*g.PieceSize()], Scrambled: z.Scrambled[:k*g.N()*g.PieceSize()], Perms: z.Perms[:k]}
+	ident := make([]perm.Perm, k)
+	for i := range ident {
+		ident[i] = perm.Identity(g.N())
+	}
+	scrambled, err := jigsaw.Reconstruct(head, ident)
+	if err != nil {
+		return err
+	}
+	truth, err := jigsaw.Reconstruct(head, head.Perms)
+	if err != nil {
+		return err
+	}
+	soft := make([][][]float64, len(taus))
+	for i, tau := range taus {
+		if soft[i], err = net.SoftReconstruct(head, tau, figureIters); err != nil {
+			return err
+		}
+	}
+	preds, err := net.Solve(head)
+	if err != nil {
+		return err
+	}
+	hard, err := jigsaw.Reconstruct(head, preds)
+	if err != nil {
+		return err
+	}
+	tile := func(pix []float64) jigsaw.Tile {
+		return jigsaw.Tile{Pix: pix, Channels: g.Channels, H: g.CropH(), W: g.CropW()}
+	}
+	rows := make([][]jigsaw.Tile, k)
+	for b := range k {
+		rows[b] = append(rows[b], tile(truth[b]), tile(scrambled[b]))
+		for i := range taus {
+			rows[b] = append(rows[b], tile(soft[i][b]))
+		}
+		rows[b] = append(rows[b], tile(hard[b]))
+	}
+	scale := max(1, 112/max(g.CropH(), g.CropW()))
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := jigsaw.WritePNG(f, rows, scale, 4); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}

@@ -1,0 +1,82 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"image"
+	"image/color"
+	"image/png"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/permlab/permlab/models/jigsaw"
+)
+
+func TestNoDataIsAnError(t *testing.T) {
+	err := run(context.Background(), options{})
+	require.ErrorIs(t, err, errNoData)
+	assert.Contains(t, err.Error(), "-mnist DIR")
+	assert.Contains(t, err.Error(), "t10k-images-idx3-ubyte.gz")
+}
+
+// writePictures writes n small RGB pictures with a coloured gradient.
+func writePictures(t *testing.T, dir string, n, side int) {
+	for k := range n {
+		img := image.NewRGBA(image.Rect(0, 0, side, side))
+		for y := range side {
+			for x := range side {
+				img.Set(x, y, color.RGBA{uint8(16 * x), uint8(16 * y), uint8(20 * k), 255})
+			}
+		}
+		f, err := os.Create(filepath.Join(dir, "pic"+string(rune('a'+k))+".png"))
+		require.NoError(t, err)
+		require.NoError(t, png.Encode(f, img))
+		require.NoError(t, f.Close())
+	}
+}
+
+func TestImagesFolderRun(t *testing.T) {
+	in, out := t.TempDir(), t.TempDir()
+	writePictures(t, in, 10, 12)
+	o := options{
+		images: in, size: 12, out: out, p: 2, seed: 1, steps: 5, batch: 4, lr: 1e-3, quiet: true, figTaus: "1,0.1",
+		cfg: jigsaw.Config{Filters: 2, Kernel: 3, Pool: 2, Tau: 1, Iters: 5, Samples: 1, Noise: 1},
+	}
+	require.NoError(t, run(context.Background(), o))
+	b, err := os.ReadFile(filepath.Join(out, "jigsaw_images-"+filepath.Base(in)+"_p2.json"))
+	require.NoError(t, err)
+	var r record
+	require.NoError(t, json.Unmarshal(b, &r))
+	assert.Equal(t, 3, r.Config.Channels)
+	assert.Equal(t, 1, r.Metrics.Puzzles, "one of ten pictures is held out")
+	f, err := os.Open(filepath.Join(out, "jigsaw_images-"+filepath.Base(in)+"_p2.png"))
+	require.NoError(t, err)
+	defer f.Close()
+	img, err := png.Decode(f)
+	require.NoError(t, err)
+	assert.Greater(t, img.Bounds().Dx(), 4*12)
+	net, err := jigsaw.LoadFile(filepath.Join(out, "jigsaw_images-"+filepath.Base(in)+"_p2.gob"))
+	require.NoError(t, err)
+	assert.Equal(t, r.Params, net.NumParams())
+}
+
+func TestRecordsRoundTrip(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "sub", "t.jsonl")
+	recs, err := readRecords(path)
+	require.NoError(t, err)
+	assert.Empty(t, recs)
+	require.NoError(t, appendRecord(path, &record{P: 2, Steps: 10, Batch: 4, Metrics: jigsaw.Metrics{Puzzles: 5, KendallTau: 1}}))
+	require.NoError(t, appendRecord(path, &record{P: 4, Steps: 10, Batch: 4, Metrics: jigsaw.Metrics{Puzzles: 5, KendallTau: 0.5, RMSE: 0.25}}))
+	recs, err = readRecords(path)
+	require.NoError(t, err)
+	require.Len(t, recs, 2)
+	table := formatTable(recs)
+	lines := strings.Split(table, "\n")
+	assert.Contains(t, lines[2], "| Kendall tau | 1.000 (1.00) | - | 0.500 (0.43) | - | - |")
+	assert.Contains(t, table, "| l2 | 0.000 (0.00) | - | 0.250 (0.26) |")
+}

@@ -1,0 +1,177 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/permlab/permlab/dataset"
+	"github.com/permlab/permlab/models/jigsaw"
+)
+
+// tableSizes are the puzzle sizes of the MNIST columns of Table 2.
+var tableSizes = []int{2, 3, 4, 5, 6}
+
+// paper holds the MNIST columns of the seed paper's Table 2, by row.
+var paper = map[string][5]float64{
+	"Kendall tau":     {1, .83, .43, .39, .27},
+	"Prop. wrong":     {0, .09, .45, .45, .59},
+	"Prop. any wrong": {0, .28, .97, 1, 1},
+	"l1":              {0, 0, .04, .02, .03},
+	"l2":              {0, 0, .26, .18, .19},
+}
+
+// evalRNG returns the source that scrambles the held-out puzzles: fixed by
+// the seed and independent of training.
+func evalRNG(seed uint64) *rand.Rand { return rand.New(rand.NewPCG(seed, 0x74657374)) }
+
+// runTable2 runs every size not yet in o.results, appending each finished
+// one, then prints the table.
+func runTable2(ctx context.Context, o options) error {
+	done, err := readRecords(o.results)
+	if err != nil {
+		return err
+	}
+	var train, test *dataset.Images
+	for _, p := range tableSizes {
+		if _, ok := done[p]; ok {
+			fmt.Fprintf(os.Stderr, "p=%d: already in %s, skipped\n", p, o.results)
+			continue
+		}
+		if train == nil {
+			if train, test, _, err = load(o); err != nil {
+				return err
+			}
+		}
+		rec, err := experiment(ctx, o, p, train, test, "mnist-test")
+		if err != nil {
+			return err
+		}
+		if err := appendRecord(o.results, rec); err != nil {
+			return err
+		}
+		done[p] = rec
+	}
+	fmt.Print(formatTable(done))
+	return nil
+}
+
+func readRecords(path string) (map[int]*record, error) {
+	out := make(map[int]*record)
+	f, err := os.Open(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return out, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for line := 1; sc.Scan(); line++ {
+		if strings.TrimSpace(sc.Text()) == "" {
+			continue
+		}
+		var r record
+		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
+			return nil, fmt.Errorf("%s:%d: %w", path, line, err)
+		}
+		out[r.P] = &r
+	}
+	return out, sc.Err()
+}
+
+func appendRecord(path string, r *record) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	b, err := json.Marshal(r)
+	if err != nil {
+		return err
+	}
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(append(b, '\n')); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+func writeJSON(path string, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, append(b, '\n'), 0o644)
+}
+
+// formatTable renders Table 2 as markdown, "ours (paper)" per cell, with our
+// extra rows (l2 as MSE, errors up to identical pieces, time) below.
+func formatTable(recs map[int]*record) string {
+	var b strings.Builder
+	b.WriteString("| MNIST, measured (paper) |")
+	for _, p := range tableSizes {
+		fmt.Fprintf(&b, " %dx%d |", p, p)
+	}
+	b.WriteString("\n|---|")
+	for range tableSizes {
+		b.WriteString("---|")
+	}
+	b.WriteString("\n")
+	rows := []struct {
+		name string
+		get  func(m jigsaw.Metrics) float64
+	}{
+		{"Kendall tau", func(m jigsaw.Metrics) float64 { return m.KendallTau }},
+		{"Prop. wrong", func(m jigsaw.Metrics) float64 { return m.PropWrong }},
+		{"Prop. any wrong", func(m jigsaw.Metrics) float64 { return m.PropAnyWrong }},
+		{"l1", func(m jigsaw.Metrics) float64 { return m.L1 }},
+		{"l2", func(m jigsaw.Metrics) float64 { return m.RMSE }},
+		{"l2 as MSE", func(m jigsaw.Metrics) float64 { return m.MSE }},
+		{"Prop. wrong, identical pieces equal", func(m jigsaw.Metrics) float64 { return m.PropWrongIdentical }},
+		{"Prop. any wrong, identical pieces equal", func(m jigsaw.Metrics) float64 { return m.PropAnyWrongIdentical }},
+	}
+	for _, row := range rows {
+		fmt.Fprintf(&b, "| %s |", row.name)
+		pv, hasPaper := paper[row.name]
+		for i, p := range tableSizes {
+			r, ok := recs[p]
+			switch {
+			case !ok:
+				b.WriteString(" - |")
+			case hasPaper:
+				fmt.Fprintf(&b, " %.3f (%.2f) |", row.get(r.Metrics), pv[i])
+			default:
+				fmt.Fprintf(&b, " %.4f |", row.get(r.Metrics))
+			}
+		}
+		b.WriteString("\n")
+	}
+	b.WriteString("| training steps x batch, minutes |")
+	for _, p := range tableSizes {
+		if r, ok := recs[p]; ok {
+			fmt.Fprintf(&b, " %d x %d, %.1f |", r.Steps, r.Batch, r.TrainSec/60)
+		} else {
+			b.WriteString(" - |")
+		}
+	}
+	b.WriteString("\n")
+	return b.String()
+}
+
+// formatMetrics renders one run's metrics.
+func formatMetrics(r *record) string {
+	m := r.Metrics
+	return fmt.Sprintf("%s, %dx%d, %d puzzles: Kendall tau %.4f, prop. wrong %.4f, prop. any wrong %.4f, l1 %.4f, l2 (RMSE) %.4f, l2 (MSE) %.5f, prop. wrong up to identical pieces %.4f, any wrong up to identical %.4f\n",
+		r.Data, r.P, r.P, m.Puzzles, m.KendallTau, m.PropWrong, m.PropAnyWrong, m.L1, m.RMSE, m.MSE, m.PropWrongIdentical, m.PropAnyWrongIdentical)
+}

@@ -1,0 +1,473 @@
+package jigsaw
+
+import (
+	"encoding/gob"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"math/rand/v2"
+	"os"
+
+	"gonum.org/v1/gonum/mat"
+
+	"github.com/permlab/permlab/ad"
+	"github.com/permlab/permlab/dist"
+	"github.com/permlab/permlab/models/nn"
+	"github.com/permlab/permlab/perm"
+	"github.com/permlab/permlab/relax"
+)
+
+// Config holds the architecture and the relaxation of a Sinkhorn network.
+type Config struct {
+	// P is the number of pieces per side; Channels, Height and Width the
+	// image geometry (see NewGrid).
+	P                       int
+	Channels, Height, Width int
+
+	// Filters (n_f), Kernel (K_s, odd; "same" zero padding) and Pool (s,
+	// the side and stride of the max-pool) define the convolutional layer
+	// applied to every piece.
+	Filters, Kernel, Pool int
+
+	// Heads is the number of dense output layers on the shared
+	// convolutional trunk: 1 for jigsaw puzzles, the number of target
+	// classes for assembly. A puzzle's label selects its head.
+	Heads int
+
+	// Tau is the Sinkhorn temperature τ and Iters the number L of Sinkhorn
+	// iterations used in training.
+	Tau   float64
+	Iters int
+
+	// Samples is the number of Gumbel noise draws per image in the loss,
+	// and Noise scales the noise (0: no noise).
+	Samples int
+	Noise   float64
+}
+
+// DefaultConfig returns the configuration used for the MNIST experiments
+// with p pieces per side (see the README for how it was chosen).
+func DefaultConfig(p int) Config {
+	return Config{
+		P: p, Channels: 1, Height: 28, Width: 28,
+		Filters: 32, Kernel: 5, Pool: 2, Heads: 1,
+		Tau: 1, Iters: 20, Samples: 2, Noise: 1,
+	}
+}
+
+func (c Config) validate() error {
+	switch {
+	case c.Filters < 1:
+		return fmt.Errorf("filters %d must be >= 1", c.Filters)
+	case c.Kernel < 1 || c.Kernel%2 == 0:
+		return fmt.Errorf("kernel %d must be odd and >= 1", c.Kernel)
+	case c.Pool < 1:
+		return fmt.Errorf("pool %d must be >= 1", c.Pool)
+	case c.Heads < 1:
+		return fmt.Errorf("heads %d must be >= 1", c.Heads)
+	case !(c.Tau > 0) || math.IsInf(c.Tau, 0):
+		return fmt.Errorf("tau %v must be finite and > 0", c.Tau)
+	case c.Iters < 1:
+		return fmt.Errorf("iters %d must be >= 1", c.Iters)
+	case c.Samples < 1:
+		return fmt.Errorf("samples %d must be >= 1", c.Samples)
+	case !(c.Noise >= 0) || math.IsInf(c.Noise, 0):
+		return fmt.Errorf("noise %v must be finite and >= 0", c.Noise)
+	}
+	return nil
+}
+
+// Net is a permutation-equivariant Sinkhorn network for p × p puzzles. Every
+// piece goes through the same layers, conv → ReLU → max-pool → dense, whose N
+// outputs are the row of the logit matrix g(X̃) for that piece; permuting the
+// input pieces therefore permutes the rows of g.
+type Net struct {
+	cfg   Config
+	grid  Grid
+	trunk nn.Sequential
+	heads []*nn.Dense
+	feat  int
+}
+
+// New returns a network with weights drawn from a PCG source seeded by seed.
+func New(cfg Config, seed uint64) (*Net, error) {
+	g, err := NewGrid(cfg.Channels, cfg.Height, cfg.Width, cfg.P)
+	if err != nil {
+		return nil, fmt.Errorf("jigsaw: New: %w", err)
+	}
+	if err := cfg.validate(); err != nil {
+		return nil, fmt.Errorf("jigsaw: New: %w", err)
+	}
+	if cfg.Pool > g.PieceH || cfg.Pool > g.PieceW {
+		return nil, fmt.Errorf("jigsaw: New: pool %d exceeds the %dx%d px pieces", cfg.Pool, g.PieceH, g.PieceW)
+	}
+	rng := rand.New(rand.NewPCG(seed, 0x6a6967736177))
+	conv, err := nn.NewConv2D(rng, "conv", cfg.Channels, cfg.Filters, cfg.Kernel, 1, cfg.Kernel/2, nn.HeUniform)
+	if err != nil {
+		return nil, fmt.Errorf("jigsaw: New: %w", err)
+	}
+	n := &Net{cfg: cfg, grid: g}
+	n.trunk = nn.Sequential{conv, nn.ReLU{}, nn.MaxPool2D{Size: cfg.Pool, Stride: cfg.Pool}, nn.Flatten{}}
+	// Read the feature size off one forward pass rather than re-deriving the
+	// pooling arithmetic.
+	t := ad.NewTape()
+	x := t.Const(ad.Zeros(1, cfg.Channels, g.PieceH, g.PieceW))
+	h := n.trunk.Forward(t, x)
+	if err := t.Err(); err != nil {
+		return nil, fmt.Errorf("jigsaw: New: %w", err)
+	}
+	n.feat = h.Size()
+	for k := range cfg.Heads {
+		d, err := nn.NewDense(rng, fmt.Sprintf("head%d", k), n.feat, g.N(), nn.GlorotUniform)
+		if err != nil {
+			return nil, fmt.Errorf("jigsaw: New: %w", err)
+		}
+		n.heads = append(n.heads, d)
+	}
+	return n, nil
+}
+
+// Config returns the network's configuration.
+func (n *Net) Config() Config { return n.cfg }
+
+// Grid returns the puzzle geometry.
+func (n *Net) Grid() Grid { return n.grid }
+
+// Params returns the trainable parameters: the convolution, then the heads.
+func (n *Net) Params() []*ad.Param {
+	layers := []nn.Layer{n.trunk}
+	for _, h := range n.heads {
+		layers = append(layers, h)
+	}
+	return nn.Collect(layers...)
+}
+
+// NumParams returns the number of trainable scalars.
+func (n *Net) NumParams() int {
+	s := 0
+	for _, p := range n.Params() {
+		s += p.Value.Size()
+	}
+	return s
+}
+
+// Logits records the logit matrices g(X̃) of puzzles [from, to) of z on t, as
+// a (B, N, N) Var: row i of matrix b scores the positions of scrambled piece
+// i. With several heads, each puzzle uses head z.Labels[b].
+func (n *Net) Logits(t *ad.Tape, z *Puzzles, from, to int) *ad.Var {
+	g, nn2, ps := n.grid, n.grid.N(), n.grid.PieceSize()
+	if err := n.check(z, from, to); err != nil {
+		t.Fail(fmt.Errorf("jigsaw: Logits: %w", err))
+		return t.Const(ad.Zeros(max(to-from, 0), nn2, nn2))
+	}
+	b := to - from
+	x, err := ad.NewTensor([]int{b * nn2, g.Channels, g.PieceH, g.PieceW}, z.Scrambled[from*nn2*ps:to*nn2*ps])
+	if err != nil {
+		t.Fail(fmt.Errorf("jigsaw: Logits: %w", err))
+		return t.Const(ad.Zeros(b, nn2, nn2))
+	}
+	h := n.trunk.Forward(t, t.Const(x))
+	if len(n.heads) == 1 {
+		return ad.Reshape(n.heads[0].Forward(t, h), b, nn2, nn2)
+	}
+	// Run each head on the rows of its puzzles, then restore batch order.
+	var parts []*ad.Var
+	order := make([]int, 0, b*nn2)
+	for k, head := range n.heads {
+		var rows []int
+		for i := from; i < to; i++ {
+			if z.Labels[i] == k {
+				for r := range nn2 {
+					rows = append(rows, (i-from)*nn2+r)
+				}
+			}
+		}
+		if len(rows) == 0 {
+			continue
+		}
+		order = append(order, rows...)
+		parts = append(parts, head.Forward(t, ad.Take(h, rows)))
+	}
+	inv := make([]int, len(order))
+	for pos, r := range order {
+		inv[r] = pos
+	}
+	return ad.Reshape(ad.Take(ad.Concat(parts...), inv), b, nn2, nn2)
+}
+
+func (n *Net) check(z *Puzzles, from, to int) error {
+	switch {
+	case z == nil:
+		return errors.New("nil puzzles")
+	case z.Grid != n.grid:
+		return fmt.Errorf("puzzles of %d pieces of %dx%dx%d px, network for %d of %dx%dx%d", z.Grid.N(), z.Grid.Channels, z.Grid.PieceH, z.Grid.PieceW, n.grid.N(), n.grid.Channels, n.grid.PieceH, n.grid.PieceW)
+	case from < 0 || to > z.Len() || from >= to:
+		return fmt.Errorf("range [%d, %d) of %d puzzles", from, to, z.Len())
+	}
+	if len(n.heads) > 1 {
+		if len(z.Labels) != z.Len() {
+			return fmt.Errorf("%d heads need one label per puzzle, have %d for %d", len(n.heads), len(z.Labels), z.Len())
+		}
+		for _, l := range z.Labels[from:to] {
+			if l < 0 || l >= len(n.heads) {
+				return fmt.Errorf("label %d selects no head of %d", l, len(n.heads))
+			}
+		}
+	}
+	return nil
+}
+
+// Loss records the training loss on t: the mean squared error between the
+// true piece matrix X and the soft reconstruction P^T X̃ with
+// P = S((g(X̃) + σ ε)/τ), ε standard Gumbel noise drawn from rng, averaged over
+// Config.Samples draws per puzzle and over all pixels.
+func (n *Net) Loss(t *ad.Tape, z *Puzzles, rng *rand.Rand) *ad.Var {
+	nn2, ps := n.grid.N(), n.grid.PieceSize()
+	if err := n.check(z, 0, z.Len()); err != nil {
+		t.Fail(fmt.Errorf("jigsaw: Loss: %w", err))
+		return t.ConstScalar(math.NaN())
+	}
+	if rng == nil && n.cfg.Noise > 0 {
+		t.Fail(errors.New("jigsaw: Loss: nil random source"))
+		return t.ConstScalar(math.NaN())
+	}
+	b, k := z.Len(), n.cfg.Samples
+	g := n.Logits(t, z, 0, b)
+	var eps []float64
+	if n.cfg.Noise > 0 {
+		eps = t.Alloc(k * b * nn2 * nn2)
+		dist.FillGumbel(eps, rng)
+		for i := range eps {
+			eps[i] *= n.cfg.Noise
+		}
+	}
+	return softLoss(g, z.Scrambled, z.Pieces, ps, k, eps, n.cfg.Tau, n.cfg.Iters)
+}
+
+// softLoss records the mean squared error between the pieces X and the soft
+// reconstructions S((g + eps)/τ)^T X̃ on g's tape, for logits g of shape
+// (B, N, N), k noise draws per puzzle (eps holds k·B·N² values, draw s of
+// puzzle b at (s·B + b)·N², or is nil for no noise), and scrambled and true
+// pieces of ps values each.
+func softLoss(g *ad.Var, scrambled, pieces []float64, ps, k int, eps []float64, tau float64, iters int) *ad.Var {
+	t := g.Tape()
+	sh := g.Shape()
+	b, nn2 := sh[0], sh[1]
+	if k > 1 {
+		idx := make([]int, 0, k*b)
+		for range k {
+			for i := range b {
+				idx = append(idx, i)
+			}
+		}
+		g = ad.Take(g, idx)
+	}
+	if eps != nil {
+		g = ad.Add(g, t.Const(&ad.Tensor{Shape: []int{k * b, nn2, nn2}, Data: eps}))
+	}
+	p := relax.SinkhornVar(g, tau, iters)
+	xt, x := scrambled, pieces
+	if k > 1 {
+		xt, x = t.Alloc(k*b*nn2*ps), t.Alloc(k*b*nn2*ps)
+		for s := range k {
+			copy(xt[s*b*nn2*ps:], scrambled)
+			copy(x[s*b*nn2*ps:], pieces)
+		}
+	}
+	rec := ad.MatMul(ad.Transpose(p), t.Const(&ad.Tensor{Shape: []int{k * b, nn2, ps}, Data: xt}))
+	return nn.MSE(rec, t.Const(&ad.Tensor{Shape: []int{k * b, nn2, ps}, Data: x}))
+}
+
+// evalBatch bounds the puzzles per forward pass at evaluation.
+const evalBatch = 256
+
+// LogitMatrices returns g(X̃) for every puzzle of z, computed without noise.
+func (n *Net) LogitMatrices(z *Puzzles) ([]*mat.Dense, error) {
+	if err := n.check(z, 0, z.Len()); err != nil {
+		return nil, fmt.Errorf("jigsaw: LogitMatrices: %w", err)
+	}
+	nn2 := n.grid.N()
+	out := make([]*mat.Dense, 0, z.Len())
+	t := ad.NewTape()
+	for from := 0; from < z.Len(); from += evalBatch {
+		to := min(from+evalBatch, z.Len())
+		t.Reset()
+		g := n.Logits(t, z, from, to)
+		if err := t.Err(); err != nil {
+			return nil, fmt.Errorf("jigsaw: LogitMatrices: %w", err)
+		}
+		v := g.Value()
+		for b := range to - from {
+			out = append(out, mat.NewDense(nn2, nn2, append([]float64(nil), v[b*nn2*nn2:(b+1)*nn2*nn2]...)))
+		}
+	}
+	return out, nil
+}
+
+// Solve returns the hard assignment M(g(X̃)) of every puzzle: pred[b][i] is the
+// predicted position of scrambled piece i of puzzle b.
+func (n *Net) Solve(z *Puzzles) ([]perm.Perm, error) {
+	gs, err := n.LogitMatrices(z)
+	if err != nil {
+		return nil, err
+	}
+	ms := make([]mat.Matrix, len(gs))
+	for i, g := range gs {
+		ms[i] = g
+	}
+	ps, err := relax.MatchingBatch(ms)
+	if err != nil {
+		return nil, fmt.Errorf("jigsaw: Solve: %w", err)
+	}
+	return ps, nil
+}
+
+// Evaluate solves every puzzle of z and averages the Metrics.
+func (n *Net) Evaluate(z *Puzzles) (Metrics, error) {
+	preds, err := n.Solve(z)
+	if err != nil {
+		return Metrics{}, err
+	}
+	return ScoreAll(z, preds)
+}
+
+// ScoreAll averages Score over the puzzles of z with predictions preds.
+func ScoreAll(z *Puzzles, preds []perm.Perm) (Metrics, error) {
+	if len(preds) != z.Len() {
+		return Metrics{}, fmt.Errorf("jigsaw: ScoreAll: %d predictions for %d puzzles", len(preds), z.Len())
+	}
+	np, ps := z.Grid.N()*z.Grid.PieceSize(), z.Grid.PieceSize()
+	var sum Metrics
+	for b, p := range preds {
+		m, err := Score(p, z.Perms[b], z.Pieces[b*np:(b+1)*np], ps)
+		if err != nil {
+			return Metrics{}, fmt.Errorf("jigsaw: ScoreAll: puzzle %d: %w", b, err)
+		}
+		sum.add(m)
+	}
+	return sum, nil
+}
+
+// Reconstruct returns, for each puzzle, the image P^T X̃ assembled from its
+// scrambled pieces, where P is the permutation matrix of preds[b] (hard
+// reconstruction). The images are Channels × CropH × CropW.
+func Reconstruct(z *Puzzles, preds []perm.Perm) ([][]float64, error) {
+	if len(preds) != z.Len() {
+		return nil, fmt.Errorf("jigsaw: Reconstruct: %d predictions for %d puzzles", len(preds), z.Len())
+	}
+	g := z.Grid
+	np, ps := g.N()*g.PieceSize(), g.PieceSize()
+	out := make([][]float64, len(preds))
+	buf := make([]float64, np)
+	for b, p := range preds {
+		if len(p) != g.N() {
+			return nil, fmt.Errorf("jigsaw: Reconstruct: prediction %d has %d items, want %d", b, len(p), g.N())
+		}
+		if err := p.Validate(); err != nil {
+			return nil, fmt.Errorf("jigsaw: Reconstruct: prediction %d: %w", b, err)
+		}
+		xt := z.Scrambled[b*np : (b+1)*np]
+		for i, j := range p {
+			copy(buf[j*ps:(j+1)*ps], xt[i*ps:(i+1)*ps])
+		}
+		out[b] = make([]float64, g.Channels*g.CropH()*g.CropW())
+		if err := g.Assemble(out[b], buf); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// SoftReconstruct returns the soft reconstructions S(g(X̃)/τ)^T X̃ of every
+// puzzle at temperature tau with iters Sinkhorn iterations and no noise, the
+// images of the paper's Figure 3a.
+func (n *Net) SoftReconstruct(z *Puzzles, tau float64, iters int) ([][]float64, error) {
+	gs, err := n.LogitMatrices(z)
+	if err != nil {
+		return nil, err
+	}
+	g := n.grid
+	np, ps := g.N()*g.PieceSize(), g.PieceSize()
+	out := make([][]float64, len(gs))
+	for b, lg := range gs {
+		s, err := relax.Sinkhorn(lg, tau, iters)
+		if err != nil {
+			return nil, fmt.Errorf("jigsaw: SoftReconstruct: %w", err)
+		}
+		xt := mat.NewDense(g.N(), ps, z.Scrambled[b*np:(b+1)*np])
+		var rec mat.Dense
+		rec.Mul(s.T(), xt)
+		out[b] = make([]float64, g.Channels*g.CropH()*g.CropW())
+		if err := g.Assemble(out[b], rec.RawMatrix().Data); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// checkpoint is the on-disk form of a Net.
+type checkpoint struct {
+	Config Config
+	Names  []string
+	Values [][]float64
+}
+
+// Save writes the configuration and weights of n to w (encoding/gob).
+func (n *Net) Save(w io.Writer) error {
+	c := checkpoint{Config: n.cfg}
+	for _, p := range n.Params() {
+		c.Names = append(c.Names, p.Name)
+		c.Values = append(c.Values, p.Value.Data)
+	}
+	if err := gob.NewEncoder(w).Encode(c); err != nil {
+		return fmt.Errorf("jigsaw: Save: %w", err)
+	}
+	return nil
+}
+
+// Load reads a network written by Save.
+func Load(r io.Reader) (*Net, error) {
+	var c checkpoint
+	if err := gob.NewDecoder(r).Decode(&c); err != nil {
+		return nil, fmt.Errorf("jigsaw: Load: %w", err)
+	}
+	n, err := New(c.Config, 0)
+	if err != nil {
+		return nil, fmt.Errorf("jigsaw: Load: %w", err)
+	}
+	ps := n.Params()
+	if len(ps) != len(c.Names) {
+		return nil, fmt.Errorf("jigsaw: Load: checkpoint has %d parameters, network %d", len(c.Names), len(ps))
+	}
+	for i, p := range ps {
+		if p.Name != c.Names[i] || len(p.Value.Data) != len(c.Values[i]) {
+			return nil, fmt.Errorf("jigsaw: Load: parameter %d is %q of %d values, checkpoint has %q of %d", i, p.Name, len(p.Value.Data), c.Names[i], len(c.Values[i]))
+		}
+		copy(p.Value.Data, c.Values[i])
+	}
+	return n, nil
+}
+
+// SaveFile writes n to the named file.
+func (n *Net) SaveFile(path string) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return fmt.Errorf("jigsaw: SaveFile: %w", err)
+	}
+	if err := n.Save(f); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+// LoadFile reads a network from the named file.
+func LoadFile(path string) (*Net, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("jigsaw: LoadFile: %w", err)
+	}
+	defer f.Close()
+	return Load(f)
+}

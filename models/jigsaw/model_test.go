@@ -1,0 +1,335 @@
+package jigsaw
+
+import (
+	"bytes"
+	"context"
+	"math"
+	"math/rand/v2"
+	"runtime"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/permlab/permlab/ad"
+	"github.com/permlab/permlab/perm"
+)
+
+// blobs returns n synthetic 8 × 8 one-channel images: a Gaussian blob of
+// random brightness near the centre plus faint noise. Each quadrant holds a
+// different corner of the blob, so a 2 × 2 puzzle has a unique solution that
+// a small network can learn.
+func blobs(rng *rand.Rand, n int) []float64 {
+	x := make([]float64, n*64)
+	for b := range n {
+		a := 0.6 + 0.4*rng.Float64()
+		cy, cx := 3.5+rng.Float64()-0.5, 3.5+rng.Float64()-0.5
+		for y := range 8 {
+			for xx := range 8 {
+				r2 := (float64(y)-cy)*(float64(y)-cy) + (float64(xx)-cx)*(float64(xx)-cx)
+				x[b*64+y*8+xx] = a*math.Exp(-r2/6) + 0.02*rng.Float64()
+			}
+		}
+	}
+	return x
+}
+
+func tinyConfig() Config {
+	return Config{
+		P: 2, Channels: 1, Height: 8, Width: 8,
+		Filters: 4, Kernel: 3, Pool: 2, Heads: 1,
+		Tau: 1, Iters: 10, Samples: 2, Noise: 0.5,
+	}
+}
+
+func TestNewErrors(t *testing.T) {
+	for _, mod := range []func(c *Config){
+		func(c *Config) { c.P = 0 },
+		func(c *Config) { c.P = 9 },
+		func(c *Config) { c.Filters = 0 },
+		func(c *Config) { c.Kernel = 2 },
+		func(c *Config) { c.Pool = 5 },
+		func(c *Config) { c.Heads = 0 },
+		func(c *Config) { c.Tau = 0 },
+		func(c *Config) { c.Tau = math.NaN() },
+		func(c *Config) { c.Iters = 0 },
+		func(c *Config) { c.Samples = 0 },
+		func(c *Config) { c.Noise = -1 },
+	} {
+		c := tinyConfig()
+		mod(&c)
+		_, err := New(c, 1)
+		assert.Error(t, err, "%+v", c)
+	}
+}
+
+func TestEquivariance(t *testing.T) {
+	// Permuting the input pieces by q permutes the rows of the logit matrix
+	// by q: g(Q X̃) = Q g(X̃).
+	cfg := tinyConfig()
+	cfg.P, cfg.Height, cfg.Width = 3, 9, 9
+	net, err := New(cfg, 7)
+	require.NoError(t, err)
+	rng := rand.New(rand.NewPCG(1, 1))
+	z, err := MakePuzzles(net.Grid(), randomImages(rng, 3, 1, 9, 9), nil, rng)
+	require.NoError(t, err)
+	q := perm.Random(9, rng)
+	zq := *z
+	zq.Scrambled = make([]float64, len(z.Scrambled))
+	np := 9 * net.Grid().PieceSize()
+	for b := range z.Len() {
+		require.NoError(t, net.Grid().Scramble(zq.Scrambled[b*np:(b+1)*np], z.Scrambled[b*np:(b+1)*np], q))
+	}
+	g, err := net.LogitMatrices(z)
+	require.NoError(t, err)
+	gq, err := net.LogitMatrices(&zq)
+	require.NoError(t, err)
+	for b := range g {
+		want, err := q.ApplyRows(g[b])
+		require.NoError(t, err)
+		// The same arithmetic on each row, up to the rounding of blocked
+		// matrix products.
+		for i := range 9 {
+			for j := range 9 {
+				assert.InDelta(t, want.At(i, j), gq[b].At(i, j), 1e-12)
+			}
+		}
+		// Hence the predicted assignment composes with q too.
+	}
+	p, err := net.Solve(z)
+	require.NoError(t, err)
+	pq, err := net.Solve(&zq)
+	require.NoError(t, err)
+	for b := range p {
+		want, err := perm.Permute(q, p[b])
+		require.NoError(t, err)
+		assert.Equal(t, perm.Perm(want), pq[b])
+	}
+}
+
+func TestSoftLossGradient(t *testing.T) {
+	// Two puzzles of three pieces of two values, two noise draws each.
+	rng := rand.New(rand.NewPCG(5, 6))
+	g := ad.Zeros(2, 3, 3)
+	for i := range g.Data {
+		g.Data[i] = rng.NormFloat64()
+	}
+	pieces := randomImages(rng, 1, 1, 1, 12)
+	scrambled := randomImages(rng, 1, 1, 1, 12)
+	eps := randomImages(rng, 1, 1, 1, 36)
+	f := func(t *ad.Tape, xs []*ad.Var) *ad.Var {
+		return softLoss(xs[0], scrambled, pieces, 2, 2, eps, 0.7, 5)
+	}
+	require.NoError(t, ad.CheckGradient(f, g))
+	// One draw, no noise.
+	f1 := func(t *ad.Tape, xs []*ad.Var) *ad.Var {
+		return softLoss(xs[0], scrambled, pieces, 2, 1, nil, 1.3, 3)
+	}
+	require.NoError(t, ad.CheckGradient(f1, g))
+}
+
+func TestSoftLossAtPermutation(t *testing.T) {
+	// Logits that strongly favour the true permutation give a soft
+	// reconstruction equal to X, so zero loss; the wrong one does not.
+	tp := ad.NewTape()
+	truth := perm.Perm{2, 0, 1}
+	pieces := []float64{1, 2, 3}
+	scrambled := []float64{3, 1, 2}
+	g := ad.Zeros(1, 3, 3)
+	for i, j := range truth {
+		g.Data[i*3+j] = 50
+	}
+	loss := softLoss(tp.Const(g), scrambled, pieces, 1, 1, nil, 1, 20)
+	require.NoError(t, tp.Err())
+	assert.InDelta(t, 0, loss.Item(), 1e-12)
+	for i := range g.Data {
+		g.Data[i] = 0
+	}
+	for i := range truth {
+		g.Data[i*3+i] = 50
+	}
+	loss = softLoss(tp.Const(g), scrambled, pieces, 1, 1, nil, 1, 20)
+	assert.InDelta(t, (4+1+1)/3.0, loss.Item(), 1e-9)
+}
+
+func TestTrainSolvesTinyPuzzle(t *testing.T) {
+	rng := rand.New(rand.NewPCG(11, 12))
+	net, err := New(tinyConfig(), 3)
+	require.NoError(t, err)
+	test, err := MakePuzzles(net.Grid(), blobs(rng, 200), nil, rng)
+	require.NoError(t, err)
+	before, err := net.Evaluate(test)
+	require.NoError(t, err)
+	trace, err := net.Train(context.Background(), Data{Pixels: blobs(rng, 500)}, TrainConfig{Steps: 300, Batch: 16, LR: 0.01, Seed: 1})
+	require.NoError(t, err)
+	require.Len(t, trace, 300)
+	after, err := net.Evaluate(test)
+	require.NoError(t, err)
+	// An untrained net is near chance (3/4 of pieces wrong).
+	assert.Greater(t, before.PropWrong, 0.3)
+	assert.Equal(t, 0.0, after.PropWrong)
+	assert.Equal(t, 1.0, after.KendallTau)
+	assert.Zero(t, after.L1)
+	assert.Less(t, tailMean(trace), trace[0]/10)
+}
+
+func tailMean(x []float64) float64 {
+	s := 0.0
+	for _, v := range x[len(x)-20:] {
+		s += v
+	}
+	return s / 20
+}
+
+func TestTrainReproducible(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	data := Data{Pixels: blobs(rng, 100)}
+	tc := TrainConfig{Steps: 10, Batch: 8, LR: 0.01, Seed: 4}
+	trace := func(procs int) []float64 {
+		defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(procs))
+		net, err := New(tinyConfig(), 9)
+		require.NoError(t, err)
+		tr, err := net.Train(context.Background(), data, tc)
+		require.NoError(t, err)
+		return tr
+	}
+	a := trace(1)
+	assert.Equal(t, a, trace(1))
+	assert.Equal(t, a, trace(4))
+	tc.Seed = 5
+	net, err := New(tinyConfig(), 9)
+	require.NoError(t, err)
+	b, err := net.Train(context.Background(), data, tc)
+	require.NoError(t, err)
+	assert.NotEqual(t, a, b)
+}
+
+func TestTrainErrors(t *testing.T) {
+	net, err := New(tinyConfig(), 1)
+	require.NoError(t, err)
+	ctx := context.Background()
+	good := TrainConfig{Steps: 2, Batch: 2, LR: 0.01}
+	_, err = net.Train(ctx, Data{Pixels: make([]float64, 63)}, good)
+	assert.Error(t, err, "wrong image size")
+	nan := make([]float64, 64)
+	nan[3] = math.NaN()
+	_, err = net.Train(ctx, Data{Pixels: nan}, good)
+	assert.ErrorContains(t, err, "NaN")
+	bad := good
+	bad.LR = 0
+	_, err = net.Train(ctx, Data{Pixels: make([]float64, 64)}, bad)
+	assert.Error(t, err)
+	cctx, cancel := context.WithCancel(ctx)
+	cancel()
+	_, err = net.Train(cctx, Data{Pixels: make([]float64, 64)}, good)
+	assert.ErrorIs(t, err, context.Canceled)
+}
+
+func TestSaveLoad(t *testing.T) {
+	cfg := tinyConfig()
+	cfg.Heads = 3
+	net, err := New(cfg, 21)
+	require.NoError(t, err)
+	rng := rand.New(rand.NewPCG(1, 3))
+	z, err := MakePuzzles(net.Grid(), blobs(rng, 6), []int{0, 1, 2, 2, 1, 0}, rng)
+	require.NoError(t, err)
+	var buf bytes.Buffer
+	require.NoError(t, net.Save(&buf))
+	back, err := Load(&buf)
+	require.NoError(t, err)
+	assert.Equal(t, net.Config(), back.Config())
+	g1, err := net.LogitMatrices(z)
+	require.NoError(t, err)
+	g2, err := back.LogitMatrices(z)
+	require.NoError(t, err)
+	assert.Equal(t, g1, g2)
+	_, err = Load(bytes.NewReader([]byte("not a checkpoint")))
+	assert.Error(t, err)
+}
+
+func TestHeadsSelectedByLabel(t *testing.T) {
+	cfg := tinyConfig()
+	cfg.Heads = 3
+	net, err := New(cfg, 5)
+	require.NoError(t, err)
+	rng := rand.New(rand.NewPCG(2, 3))
+	labels := []int{2, 0, 1, 0, 2}
+	z, err := MakePuzzles(net.Grid(), blobs(rng, 5), labels, rng)
+	require.NoError(t, err)
+	mixed, err := net.LogitMatrices(z)
+	require.NoError(t, err)
+	for k := range 3 {
+		w := *z
+		w.Labels = []int{k, k, k, k, k}
+		all, err := net.LogitMatrices(&w)
+		require.NoError(t, err)
+		for b, l := range labels {
+			if l == k {
+				assert.InDeltaSlice(t, all[b].RawMatrix().Data, mixed[b].RawMatrix().Data, 1e-12)
+			} else {
+				assert.NotEqual(t, all[b].RawMatrix().Data, mixed[b].RawMatrix().Data)
+			}
+		}
+	}
+	w := *z
+	w.Labels = []int{0, 0, 3, 0, 0}
+	_, err = net.LogitMatrices(&w)
+	assert.Error(t, err, "label without a head")
+	w.Labels = nil
+	_, err = net.LogitMatrices(&w)
+	assert.Error(t, err, "heads need labels")
+}
+
+func TestAssemblyRates(t *testing.T) {
+	cfg := tinyConfig()
+	cfg.Heads = 2
+	net, err := New(cfg, 5)
+	require.NoError(t, err)
+	rng := rand.New(rand.NewPCG(2, 3))
+	labels := []int{0, 1, 1, 0, 1}
+	z, err := MakePuzzles(net.Grid(), blobs(rng, 5), labels, rng)
+	require.NoError(t, err)
+	// A judge that says "0" when the top-left pixel is brighter than the
+	// bottom-right one: the rates must be what it says of each assembly.
+	judge := func(pix []float64, count int) ([]int, error) {
+		out := make([]int, count)
+		for i := range out {
+			if pix[i*64] <= pix[i*64+63] {
+				out[i] = 1
+			}
+		}
+		return out, nil
+	}
+	res, err := net.AssemblyRates(z, judge)
+	require.NoError(t, err)
+	assert.Equal(t, []int{2, 3}, res.Counts)
+	want := [2][2]float64{}
+	hits := 0
+	for k := range 2 {
+		_, recs, err := net.Assemble(z, k)
+		require.NoError(t, err)
+		got, _ := judge(flatten(recs), len(recs))
+		for i, c := range got {
+			if c == k {
+				want[labels[i]][k]++
+				hits++
+			}
+		}
+	}
+	for a := range 2 {
+		for k := range 2 {
+			assert.InDelta(t, want[a][k]/float64(res.Counts[a]), res.Rates[a][k], 1e-15)
+		}
+	}
+	assert.InDelta(t, float64(hits)/10, res.Overall, 1e-15)
+	_, _, err = net.Assemble(z, 2)
+	assert.Error(t, err)
+}
+
+func flatten(x [][]float64) []float64 {
+	var out []float64
+	for _, r := range x {
+		out = append(out, r...)
+	}
+	return out
+}
