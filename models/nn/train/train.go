@@ -21,6 +21,13 @@ type Task interface {
 	Loss(t *ad.Tape, batch []int, rng *rand.Rand) (*ad.Var, error)
 }
 
+// StepSetter is implemented by a Task whose loss depends on the step, for
+// example through an annealed temperature. Run calls SetStep(s) before the
+// Loss of step s, resumed runs included, so such a schedule resumes exactly.
+type StepSetter interface {
+	SetStep(step int)
+}
+
 // ErrStop is returned by Options.OnEpoch to end training early; Run then
 // returns without error and with Result.Stopped set.
 var ErrStop = errors.New("train: stop")
@@ -214,6 +221,9 @@ func (r *runner) doStep() error {
 	i := r.step
 	batch := r.batch()
 	r.tape.Reset()
+	if s, ok := r.task.(StepSetter); ok {
+		s.SetStep(i)
+	}
 	loss, err := r.task.Loss(r.tape, batch, StepRand(r.o.Seed, i))
 	if err == nil && (loss == nil || loss.Size() != 1) {
 		err = errors.New("the task's loss is not a scalar")

@@ -1,0 +1,264 @@
+// Command vae trains the categorical variational autoencoder of package
+// models/vae on binarized MNIST with one of three stochastic nodes, then
+// evaluates the −ELBO and an importance-weighted −log p(x) on the test set.
+//
+//	go run ./examples/vae -mnist DIR -estimator gumbel-softmax -epochs 5 -seed 1 -out runs/gs
+//
+// Run it with -h for the flags.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"github.com/permlab/permlab/ad/optim"
+	"github.com/permlab/permlab/dataset"
+	"github.com/permlab/permlab/models/nn"
+	"github.com/permlab/permlab/models/nn/train"
+	"github.com/permlab/permlab/models/vae"
+)
+
+const usage = `Usage: go run ./examples/vae -mnist DIR [flags]
+
+Trains the categorical VAE of Jang et al. (2016) (20 latents of 10 classes,
+encoder 784-512-256-200, decoder 200-256-512-784, Adam, batch 100) on the
+first 50,000 MNIST training images, binarized afresh every step, with the
+stochastic node -estimator:
+
+  gumbel-softmax  relaxed sample, analytic KL of the categorical to uniform
+  concrete        relaxed Concrete densities, single-sample Monte Carlo KL
+  gumbel-space    node (l + g)/τ with prior g/τ_p, closed-form Gumbel KL
+
+The last 10,000 training images are the validation set (its −ELBO is
+printed after every epoch); the test set is used once, at the end, for the
+−ELBO and the importance-weighted −log p(x) with -iw-k samples on the first
+-test-n test images (0: all 10,000).
+
+Training checkpoints to -out/checkpoint and resumes from it: run the same
+command again after an interruption (or with more -epochs to go on). At the
+end -out holds summary.json, model.plnn (the parameters, package nn's
+format), curves.png (learning curves), recon.png (validation images over
+their reconstructions) and samples.png (decoded draws from the prior).
+
+Flags:
+`
+
+type options struct {
+	mnist, estimator, out string
+	epochs, batch         int
+	seed, evalSeed        uint64
+	lr, priorTemp         float64
+	tau0, tauMin, rate    float64
+	every, iwK, testN     int
+	valN, trainN          int
+}
+
+func parseFlags(args []string, stderr io.Writer) (*options, error) {
+	o := new(options)
+	fs := flag.NewFlagSet("vae", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprint(stderr, usage)
+		fs.PrintDefaults()
+	}
+	fs.StringVar(&o.mnist, "mnist", "", "folder holding the four MNIST IDX files (required)")
+	fs.StringVar(&o.estimator, "estimator", "gumbel-softmax", "stochastic node: gumbel-softmax, concrete or gumbel-space")
+	fs.StringVar(&o.out, "out", "vae-out", "output folder (checkpoint, summary.json, figures)")
+	fs.IntVar(&o.epochs, "epochs", 5, "passes over the 50,000 training images")
+	fs.IntVar(&o.batch, "batch", 100, "minibatch size")
+	fs.Uint64Var(&o.seed, "seed", 1, "seed of the weights, the minibatch order, the binarization and the noise")
+	fs.Uint64Var(&o.evalSeed, "eval-seed", 0, "seed of the test set's fixed binarization and of the evaluation samples")
+	fs.Float64Var(&o.lr, "lr", 1e-3, "Adam learning rate")
+	fs.Float64Var(&o.priorTemp, "prior-temp", 0, "prior temperature for concrete and gumbel-space (0: the posterior's)")
+	fs.Float64Var(&o.tau0, "tau0", 1, "initial temperature")
+	fs.Float64Var(&o.tauMin, "tau-min", 0.5, "final temperature")
+	fs.Float64Var(&o.rate, "anneal-rate", 1e-4, "r in τ = max(tau-min, tau0·exp(−r·step))")
+	fs.IntVar(&o.every, "anneal-every", 500, "steps between temperature updates")
+	fs.IntVar(&o.iwK, "iw-k", 100, "importance samples per test image")
+	fs.IntVar(&o.testN, "test-n", 1000, "test images to evaluate (0: all)")
+	fs.IntVar(&o.valN, "val-n", 1000, "validation images for the per-epoch −ELBO")
+	fs.IntVar(&o.trainN, "train-n", 50000, "train on the first train-n of the 50,000 training images (for quick checks)")
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	if fs.NArg() > 0 {
+		return nil, fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	if o.mnist == "" {
+		return nil, errors.New("no -mnist folder: " + dataset.MNISTHelp)
+	}
+	if o.epochs < 1 || o.batch < 1 || o.iwK < 1 || o.testN < 0 || o.valN < 1 || o.trainN < 1 {
+		return nil, errors.New("-epochs, -batch, -iw-k, -val-n and -train-n must be >= 1 and -test-n >= 0")
+	}
+	return o, nil
+}
+
+func main() {
+	o, err := parseFlags(os.Args[1:], os.Stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "vae:", err)
+		os.Exit(2)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, o, os.Stderr); err != nil {
+		fmt.Fprintln(os.Stderr, "vae:", err)
+		os.Exit(1)
+	}
+}
+
+// summary is what summary.json holds.
+type summary struct {
+	Estimator   string       `json:"estimator"`
+	Config      vae.Config   `json:"config"`
+	Anneal      vae.Anneal   `json:"anneal"`
+	Seed        uint64       `json:"seed"`
+	EvalSeed    uint64       `json:"eval_seed"`
+	Epochs      int          `json:"epochs"`
+	Steps       int          `json:"steps"`
+	BatchSize   int          `json:"batch_size"`
+	LR          float64      `json:"lr"`
+	FinalTemp   float64      `json:"final_temperature"`
+	TrainSecs   float64      `json:"train_seconds"` // wall time of this invocation's training
+	SecsPerEp   float64      `json:"seconds_per_epoch"`
+	TrainLoss   []float64    `json:"train_neg_elbo_by_epoch"`
+	ValNegELBO  []float64    `json:"val_neg_elbo_by_epoch"`
+	ValImages   int          `json:"val_images"`
+	Test        *vae.Eval    `json:"test"`
+	EvalSecs    float64      `json:"eval_seconds"`
+	Binarize    string       `json:"binarization"`
+	Command     []string     `json:"command"`
+	Paper       paperNumbers `json:"paper_neg_log_px"`
+	ResumedStep int          `json:"resumed_from_step"`
+}
+
+type paperNumbers struct {
+	GumbelSoftmax float64 `json:"gumbel-softmax"`
+	Concrete      float64 `json:"concrete"`
+	GumbelSpace   float64 `json:"gumbel-space"`
+}
+
+func run(ctx context.Context, o *options, progress io.Writer) error {
+	est, err := vae.ParseEstimator(o.estimator)
+	if err != nil {
+		return err
+	}
+	trainAll, test, err := dataset.LoadMNIST(o.mnist)
+	if err != nil {
+		return err
+	}
+	fit, val, err := trainAll.Split(50000)
+	if err != nil {
+		return err
+	}
+	if o.trainN < fit.N {
+		fit = fit.Subset(seq(o.trainN))
+	}
+	if o.testN > 0 && o.testN < test.N {
+		test = test.Subset(seq(o.testN))
+	}
+	val = val.Subset(seq(min(o.valN, val.N)))
+	if err := os.MkdirAll(o.out, 0o755); err != nil {
+		return err
+	}
+	cfg := vae.DefaultConfig()
+	cfg.Estimator, cfg.PriorTemp = est, o.priorTemp
+	m, err := vae.New(cfg, rand.New(rand.NewPCG(o.seed, 0x7661))) // "va"
+	if err != nil {
+		return err
+	}
+	an := vae.Anneal{Start: o.tau0, Min: o.tauMin, Rate: o.rate, Every: o.every}
+	task, err := vae.NewTask(m, fit, an)
+	if err != nil {
+		return err
+	}
+	curvesPath := filepath.Join(o.out, "val.json")
+	valByEpoch := map[int]float64{}
+	if b, err := os.ReadFile(curvesPath); err == nil {
+		if err := json.Unmarshal(b, &valByEpoch); err != nil {
+			return fmt.Errorf("%s: %w (delete it with the checkpoint to start afresh)", curvesPath, err)
+		}
+	}
+	began := time.Now()
+	res, err := train.Run(ctx, m.Params(), task, train.Options{
+		N: fit.N, BatchSize: o.batch, Epochs: o.epochs, Seed: o.seed,
+		LR:         optim.Constant(o.lr),
+		Checkpoint: filepath.Join(o.out, "checkpoint"),
+		Progress:   progress,
+		OnEpoch: func(st train.EpochStats) error {
+			e, err := m.Evaluate(val, 1, o.evalSeed)
+			if err != nil {
+				return err
+			}
+			valByEpoch[st.Epoch] = e.NegELBO
+			fmt.Fprintf(progress, "epoch %d: τ %.3f, train −ELBO %.2f, validation −ELBO %.2f ± %.2f (%d images)\n",
+				st.Epoch+1, an.At(st.Step-1), st.Loss, e.NegELBO, e.NegELBOSE, val.N)
+			b, _ := json.Marshal(valByEpoch)
+			return os.WriteFile(curvesPath, b, 0o644)
+		},
+	})
+	if err != nil {
+		return err
+	}
+	trainSecs := time.Since(began).Seconds()
+	if err := nn.SaveFile(filepath.Join(o.out, "model.plnn"), m.Params()); err != nil {
+		return err
+	}
+	began = time.Now()
+	fmt.Fprintf(progress, "evaluating %d test images with K = %d…\n", test.N, o.iwK)
+	ev, err := m.Evaluate(test, o.iwK, o.evalSeed)
+	if err != nil {
+		return err
+	}
+	s := summary{
+		Estimator: est.String(), Config: m.Config(), Anneal: an, Seed: o.seed, EvalSeed: o.evalSeed,
+		Epochs: len(res.Epochs), Steps: res.Steps, BatchSize: o.batch, LR: o.lr,
+		FinalTemp: an.At(res.Steps - 1), TrainSecs: trainSecs, Test: ev,
+		EvalSecs: time.Since(began).Seconds(),
+		Binarize: "dynamic Bernoulli(intensity) per training step; test set binarized once from -eval-seed",
+		Command:  append([]string{"go", "run", "./examples/vae"}, os.Args[1:]...), ResumedStep: res.Resumed, ValImages: val.N,
+		Paper: paperNumbers{GumbelSoftmax: 106.7, Concrete: 111.5, GumbelSpace: 111.9},
+	}
+	if done := len(res.Epochs) - res.Resumed/train.StepsPerEpoch(fit.N, o.batch); done > 0 {
+		s.SecsPerEp = trainSecs / float64(done)
+	}
+	for _, e := range res.Epochs {
+		s.TrainLoss = append(s.TrainLoss, e.Loss)
+		s.ValNegELBO = append(s.ValNegELBO, valByEpoch[e.Epoch])
+	}
+	b, err := json.MarshalIndent(s, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(o.out, "summary.json"), append(b, '\n'), 0o644); err != nil {
+		return err
+	}
+	fmt.Fprintf(progress, "test: −ELBO %.2f ± %.2f, IW −log p(x) %.2f ± %.2f (K = %d, %d images); paper −log p(x) %.1f\n",
+		ev.NegELBO, ev.NegELBOSE, ev.NegLogPx, ev.NegLogPxSE, ev.K, ev.Images, paperFor(est))
+	return writeFigures(o.out, m, s, val)
+}
+
+func paperFor(e vae.Estimator) float64 {
+	return map[vae.Estimator]float64{vae.GumbelSoftmax: 106.7, vae.Concrete: 111.5, vae.GumbelSpace: 111.9}[e]
+}
+
+func seq(n int) []int {
+	s := make([]int, n)
+	for i := range s {
+		s[i] = i
+	}
+	return s
+}

@@ -1,0 +1,40 @@
+package vae
+
+import (
+	"math/rand/v2"
+	"testing"
+
+	"github.com/permlab/permlab/ad"
+	"github.com/permlab/permlab/dataset"
+)
+
+// BenchmarkStep measures one training step's loss and gradient for the
+// MNIST model at batch 100 (500 steps are one epoch of 50,000 images).
+func BenchmarkStep(b *testing.B) {
+	for _, e := range estimators {
+		b.Run(e.String(), func(b *testing.B) {
+			m, _ := New(Config{Input: 784, Latents: 20, Classes: 10, Hidden: []int{512, 256}, Estimator: e}, rand.New(rand.NewPCG(1, 1)))
+			ims := &dataset.Images{N: 100, Channels: 1, Height: 28, Width: 28, Pixels: make([]float64, 100*784)}
+			r := rand.New(rand.NewPCG(2, 2))
+			for i := range ims.Pixels {
+				ims.Pixels[i] = r.Float64()
+			}
+			task, _ := NewTask(m, ims, DefaultAnneal())
+			batch := make([]int, 100)
+			for i := range batch {
+				batch[i] = i
+			}
+			tp := ad.NewTape()
+			for b.Loop() {
+				tp.Reset()
+				l, err := task.Loss(tp, batch, r)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if err := tp.Backward(l); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

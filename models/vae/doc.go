@@ -1,0 +1,88 @@
+// Package vae is the categorical variational autoencoder of Jang, Gu and Poole
+// (2016) and Maddison, Mnih and Teh (2016) on binarized MNIST, with the three
+// stochastic nodes compared in the appendix of Mena et al. (2018, table 6):
+// the Gumbel-Softmax, the Concrete with relaxed densities, and the Concrete
+// in Gumbel space.
+//
+// # The model
+//
+// An image x ∈ {0, 1}^D (D = 784) has L = 20 latent categorical variables
+// z_1, …, z_L of C = 10 classes each, uniform a priori, p(z_l = c) = 1/C, and
+// a Bernoulli likelihood
+//
+//	log p(x | z) = Σ_d [ x_d log σ(f_d(z)) + (1 − x_d) log(1 − σ(f_d(z))) ],
+//
+// where the decoder f is a ReLU network 200-256-512-784 applied to the L one-hot
+// vectors concatenated. The posterior is approximated by an amortized guide: an
+// encoder 784-512-256-200 maps x to logits l(x) ∈ R^{L×C}, and
+// q(z_l = c | x) = softmax(l_l(x))_c. Training maximises the evidence lower
+// bound
+//
+//	ELBO(x) = E_q[log p(x | z)] − KL(q(z | x) ‖ p(z)) ≤ log p(x).
+//
+// # Three stochastic nodes
+//
+// The expectation is estimated with one reparameterized sample, which needs a
+// continuous relaxation of z. With g standard Gumbel noise of the shape of l
+// and a temperature τ, every estimator draws the Gumbel-space variable
+// u = (l + g)/τ and feeds the relaxed one-hot y = softmax(u) to the decoder;
+// they differ only in the KL term:
+//
+//   - GumbelSoftmax (Jang et al.): the analytic KL of the categorical q to the
+//     uniform prior, Σ_l Σ_c q_lc log(C q_lc). It is not the KL of the relaxed
+//     variables, so the objective is not a bound at τ > 0, but it is exact in
+//     the limit and has no Monte Carlo noise.
+//   - Concrete (Maddison et al.): the relaxed variables themselves, with a
+//     Concrete(uniform, λ_p) prior and the single-sample estimate
+//     log q(y) − log p(y), evaluated on x = log y with the ExpConcrete
+//     densities (the ratio is the same and x does not underflow).
+//   - GumbelSpace (Mena et al., appendix): the node is u itself, whose entries
+//     are independent Gumbel(l/τ, 1/τ), with prior g'/τ_p; the KL between
+//     Gumbels has a closed form (dist.GumbelKLVar). Since y = softmax(u), the
+//     data processing inequality gives KL(u ‖ u') ≥ KL(y ‖ y'), so this ELBO
+//     is a valid but looser bound than the Concrete one; the seed reports
+//     that the loss is under half a nat.
+//
+// The prior temperature τ_p (Config.PriorTemp) defaults to the posterior's
+// current temperature.
+//
+// # Training
+//
+// Images are binarized dynamically: each time an image enters a minibatch its
+// pixels are redrawn as Bernoulli(intensity) from the step's random source,
+// the usual protocol for density estimation on MNIST. The temperature follows
+// the schedule of Jang et al., τ(t) = max(τ_min, τ_0 exp(−r t)), with t the
+// step rounded down to a multiple of Anneal.Every (τ_0 = 1, τ_min = 0.5,
+// r = 10⁻⁴, every 500 steps by default: the floor is reached after about
+// 7,000 steps). Task implements train.Task (and train.StepSetter, so that the
+// temperature resumes exactly), so train.Run supplies Adam, minibatches of
+// 100, checkpoints and bit-identical resumption.
+//
+// The loss of a minibatch B is the mean −ELBO of its images, (1/|B|) Σ_{n∈B}
+// −ELBO(x_n): the data-set objective Σ_n ELBO(x_n) estimated as (N/|B|) Σ_{n∈B}
+// and divided by N, so that the learning rate does not depend on N.
+//
+// # Relation to the models contract
+//
+// In the vocabulary of package models each image has its own latent site z_n
+// (a categorical of L×C, here), and variational inference would give every
+// site its own variational parameters, as vi.FitModel does for permutation and
+// real sites. An amortized guide replaces those N sets of parameters by one
+// function, q(z_n | x_n) = q(z_n; l(x_n)), whose weights are shared by every
+// site. The ELBO is then a sum over independent data points and a minibatch
+// gives an unbiased estimate of it, which is why this model trains with the
+// minibatch loop of package models/nn/train rather than with vi.FitModel,
+// which fits all sites of one model jointly.
+//
+// # Evaluation
+//
+// Evaluate reports, on a fixed binarization of a test set, the −ELBO of the
+// discrete model (the reconstruction term averaged over K samples z ~ q, with
+// the analytic KL) and the importance-weighted estimate
+//
+//	log p(x) ≈ log (1/K) Σ_k p(x | z_k) p(z_k) / q(z_k | x),  z_k ~ q(z | x),
+//
+// with one-hot z_k. It is a lower bound on log p(x) in expectation, tighter than
+// the ELBO and tending to log p(x) as K grows (Burda et al. 2016). Both come with
+// their standard errors over images.
+package vae
