@@ -118,9 +118,9 @@
 // rounding method runs without restarts, as in its paper.
 //
 // Every method of a cell gets the same wall-clock budget (the -budget flag)
-// and all of them use it to the end; the variational methods keep up to a
-// second of it (a tenth of the budget at most) to estimate the posterior
-// mean.
+// and all of them use it to the end; each keeps what its final estimate was
+// timed to need, and the variational methods at least a second of it (a
+// tenth of the budget at most), to estimate the posterior mean (see Solve).
 //
 // # Results
 //

@@ -2,6 +2,7 @@ package celegans
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"time"
@@ -74,7 +75,12 @@ func (wt *wormTarget) SwapDelta(p perm.Perm, i, k int) float64 {
 	return -0.5 / wt.eta2 * (dq - 2*dc)
 }
 
-func solveMCMC(ctx context.Context, p *Problem, s Settings, seed uint64, start time.Time) (*Outcome, error) {
+// solveMCMC runs the MCMC baseline. With a budget, the run stops when one
+// more sweep would leave less than the final estimate needs: reserveSafety
+// times the matching's cost, timed on the random scores of the initial
+// state, and the counting's, taken to be half the time recording the draws
+// took.
+func solveMCMC(ctx context.Context, p *Problem, s Settings, seed uint64, c clock) (*Outcome, error) {
 	n, b := p.N(), p.Worms()
 	support := make([][]int, n)
 	for _, rc := range p.support {
@@ -96,7 +102,14 @@ func solveMCMC(ctx context.Context, p *Problem, s Settings, seed uint64, start t
 	// frequency of each assignment over the second half of them.
 	const thin = 10
 	var draws [][]uint16
-	tr := &tracer{p: p, every: s.TraceEvery, start: start}
+	tr := &tracer{p: p, every: s.TraceEvery, start: c.start}
+	runCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	sw := &stepper{c: c}
+	var match, recording time.Duration // measured costs of the estimate's parts
+	setReserve := func() {
+		sw.reserve = time.Duration(reserveSafety * float64(match+recording/2))
+	}
 	pooledSxx := mat.NewSymDense(n, nil)
 	pooledSyx := mat.NewDense(n, n, nil)
 	sampler := &mcmc.Sampler[*mcState]{
@@ -105,6 +118,7 @@ func solveMCMC(ctx context.Context, p *Problem, s Settings, seed uint64, start t
 			// Start every worm at a random permutation admitted by its mask:
 			// the matching of random scores under the mask.
 			st.perms = make([]perm.Perm, b)
+			t0 := time.Now()
 			for j := range st.perms {
 				sc := mat.NewDense(n, n, nil)
 				raw := sc.RawMatrix().Data
@@ -117,6 +131,7 @@ func solveMCMC(ctx context.Context, p *Problem, s Settings, seed uint64, start t
 				}
 				st.perms[j] = q
 			}
+			match = time.Since(t0)
 			stages := []mcmc.Stage[*mcState]{{Name: "W", Kernel: mcmc.KernelFunc[*mcState](func(rng *rand.Rand, s *mcState) (bool, error) {
 				p.pooledCanonical(s.perms, pooledSxx, pooledSyx)
 				if err := gibbs.Sample(rng, s.w, pooledSxx, pooledSyx); err != nil {
@@ -140,28 +155,47 @@ func solveMCMC(ctx context.Context, p *Problem, s Settings, seed uint64, start t
 						return kern.Step(rng, s.perms[jj])
 					})})
 			}
+			if c.limited() {
+				// The last stage of each sweep decides whether another fits.
+				stages = append(stages, mcmc.Stage[*mcState]{Name: "budget", Kernel: mcmc.KernelFunc[*mcState](func(*rand.Rand, *mcState) (bool, error) {
+					sw.done()
+					setReserve()
+					if !sw.another() {
+						cancel()
+					}
+					return false, nil
+				})})
+				setReserve()
+				if !sw.another() {
+					cancel()
+				}
+				sw.begin()
+			}
 			return st, stages, nil
 		},
 		Record: func(dst []float64, s *mcState) []float64 {
-			d := make([]uint16, 0, b*n)
-			for _, q := range s.perms {
-				for _, c := range q {
-					d = append(d, uint16(c))
-				}
-			}
-			draws = append(draws, d)
+			t0 := time.Now()
+			draws = append(draws, flatPerms(s.perms))
+			recording += time.Since(t0)
 			if tr.every > 0 && (len(draws)*thin)%tr.every < thin {
 				tr.add(s.perms)
 			}
 			return dst
 		},
 	}
-	_, err := sampler.Run(ctx)
-	if err != nil && !budgetOver(err) {
+	res, err := sampler.Run(runCtx)
+	if ctx.Err() != nil {
+		return nil, ctx.Err()
+	}
+	if err != nil && !errors.Is(err, context.Canceled) {
 		return nil, err
 	}
+	if res.Chains[0].Sweeps == 0 {
+		return nil, c.tooShort("sweep")
+	}
 	if len(draws) == 0 {
-		return nil, fmt.Errorf("celegans: MCMC: the budget ended before the first draw")
+		// Fewer sweeps than the thinning: the state reached is the estimate.
+		draws = append(draws, flatPerms(st.perms))
 	}
 	counts := make([]*mat.Dense, b)
 	for j := range counts {
@@ -179,7 +213,22 @@ func solveMCMC(ctx context.Context, p *Problem, s Settings, seed uint64, start t
 	if err != nil {
 		return nil, err
 	}
-	return &Outcome{Perms: perms, Iterations: len(draws) * thin, Trace: tr.pts}, nil
+	return &Outcome{Perms: perms, Iterations: res.Chains[0].Sweeps, Trace: tr.pts}, nil
+}
+
+// flatPerms returns the permutations one after the other, as a draw.
+func flatPerms(perms []perm.Perm) []uint16 {
+	size := 0
+	for _, q := range perms {
+		size += len(q)
+	}
+	d := make([]uint16, 0, size)
+	for _, q := range perms {
+		for _, c := range q {
+			d = append(d, uint16(c))
+		}
+	}
+	return d
 }
 
 // pooledCanonical sums the worms' statistics in canonical order under the
