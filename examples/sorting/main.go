@@ -39,7 +39,9 @@ misplaced numbers and Kendall's tau.
 
 -variant paper is the network of the paper; -variant standardized maps each
 list onto [0,1] by its minimum and range first, which makes it independent of
-the interval. Progress goes to stderr, the table to stdout.
+the interval. Progress goes to stderr, the table to stdout. With -val-every,
+the weights kept are those that sorted the most -val-lists validation lists
+from U(0,1) (seed -val-seed) at a checkpoint, not the last ones.
 
 With -table1, runs the grid of Table 1 instead: every -ns size, both
 variants, seeds 1..-seeds, appending one JSON line per trained network to
@@ -55,7 +57,10 @@ type options struct {
 	steps, batch, samples int
 	iters                 int
 	seed, testSeed        uint64
-	tau, lr, lrEnd, noise float64
+	tau, tauEnd           float64
+	valEvery, valLists    int
+	valSeed               uint64
+	lr, lrEnd, noise      float64
 	variant, test         string
 	save, load, jsonOut   string
 	table1                bool
@@ -91,9 +96,13 @@ func newFlags(o *options, out io.Writer) *flag.FlagSet {
 	fs.IntVar(&o.samples, "samples", d.Samples, "Gumbel samples per list")
 	fs.IntVar(&o.iters, "iters", d.Iters, "Sinkhorn iterations")
 	fs.Float64Var(&o.tau, "tau", d.Tau, "Sinkhorn temperature")
+	fs.Float64Var(&o.tauEnd, "tau-end", d.TauEnd, "final Sinkhorn temperature (geometric annealing from -tau; 0: none)")
 	fs.Float64Var(&o.lr, "lr", d.LR, "initial Adam learning rate")
 	fs.Float64Var(&o.lrEnd, "lr-end", d.LREnd, "final learning rate (cosine annealing from -lr)")
 	fs.Float64Var(&o.noise, "noise", d.Noise, "noise factor of the Gumbel noise while training")
+	fs.IntVar(&o.valEvery, "val-every", 0, "keep the weights that sort the most U(0,1) validation lists, checked every this many steps (0: keep the last)")
+	fs.IntVar(&o.valLists, "val-lists", 200, "with -val-every: validation lists")
+	fs.Uint64Var(&o.valSeed, "val-seed", 99, "with -val-every: seed of the validation lists (must differ from -test-seed)")
 	fs.StringVar(&o.save, "save", "", "write the trained network to this `file`")
 	fs.StringVar(&o.load, "load", "", "load a trained network from this `file` instead of training (same -n and -variant)")
 	fs.StringVar(&o.jsonOut, "json", "", "write the results as JSON to this `file`")
@@ -167,6 +176,17 @@ func (o *options) check() error {
 	if o.steps < 0 {
 		return fmt.Errorf("-steps must be >= 0, got %d", o.steps)
 	}
+	if o.valEvery < 0 {
+		return fmt.Errorf("-val-every must be >= 0, got %d", o.valEvery)
+	}
+	if o.valEvery > 0 {
+		if o.valLists < 1 {
+			return fmt.Errorf("-val-lists must be >= 1, got %d", o.valLists)
+		}
+		if o.valSeed == o.testSeed {
+			return fmt.Errorf("-val-seed %d must differ from -test-seed", o.valSeed)
+		}
+	}
 	if o.table1 {
 		if o.seeds < 1 {
 			return fmt.Errorf("-seeds must be >= 1, got %d", o.seeds)
@@ -201,12 +221,20 @@ func (o *options) config(n int, seed uint64, v sorting.Variant) (sorting.Config,
 		c.Steps = o.steps
 	}
 	c.Batch, c.Samples, c.Iters = o.batch, o.samples, o.iters
-	c.Tau, c.LR, c.LREnd, c.Noise = o.tau, o.lr, o.lrEnd, o.noise
+	c.Tau, c.TauEnd, c.LR, c.LREnd, c.Noise = o.tau, o.tauEnd, o.lr, o.lrEnd, o.noise
 	c.Seed, c.Variant = seed, v
 	if err := c.Validate(); err != nil {
 		return c, errors.New(strings.TrimPrefix(err.Error(), "sorting: Config: "))
 	}
 	return c, nil
+}
+
+// validation returns the checkpoint selection of the flags.
+func (o *options) validation() validation {
+	if o.valEvery == 0 {
+		return validation{}
+	}
+	return validation{every: o.valEvery, lists: o.valLists, seed: o.valSeed}
 }
 
 // Output is the JSON written by -json.
@@ -215,27 +243,88 @@ type Output struct {
 	Variant      string            `json:"variant"`
 	Seed         uint64            `json:"seed"`
 	Steps        int               `json:"steps"`
+	Iters        int               `json:"iters"`
+	Tau          float64           `json:"tau"`
+	TauEnd       float64           `json:"tau_end,omitempty"`
+	Noise        float64           `json:"noise"`
+	ValEvery     int               `json:"val_every,omitempty"`
+	ValLists     int               `json:"val_lists,omitempty"`
+	ValSeed      uint64            `json:"val_seed,omitempty"`
+	KeptStep     int               `json:"kept_step"`
 	TrainSeconds float64           `json:"train_seconds"`
 	TestSeed     uint64            `json:"test_seed"`
 	Results      []sorting.Metrics `json:"results"`
 }
 
+// validation says how to choose the weights to keep: with every > 0, the
+// weights are tested every that many steps (and after the last) on lists
+// U(0, 1) from seed, and the ones with the lowest proportion of lists with
+// any number out of place are kept, the later on a tie. Seed must not be the
+// test seed, so that the choice does not peek at the test lists.
+type validation struct {
+	every, lists int
+	seed         uint64
+}
+
 // trainOne builds the network of cfg and trains it (or loads it from load),
-// reporting progress on stderr; it returns the network and the training
-// time in seconds.
-func trainOne(ctx context.Context, cfg sorting.Config, load string, stderr io.Writer) (*sorting.Network, float64, error) {
+// reporting progress on stderr; it returns the network, the training time in
+// seconds (validation included) and the step whose weights it kept.
+func trainOne(ctx context.Context, cfg sorting.Config, load string, val validation, stderr io.Writer) (*sorting.Network, float64, int, error) {
 	net, err := sorting.New(cfg)
 	if err != nil {
-		return nil, 0, err
+		return nil, 0, 0, err
 	}
 	if load != "" {
-		return net, 0, net.Load(load)
+		return net, 0, 0, net.Load(load)
 	}
 	p := newProgress(stderr, cfg)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var (
+		best     []float64 // kept weights, all parameters concatenated
+		bestStep int
+		bestProp = math.Inf(1)
+		valErr   error
+	)
+	update := p.update
+	if val.every > 0 {
+		update = func(step int, loss float64) {
+			p.update(step, loss)
+			if step%val.every != 0 && step != cfg.Steps {
+				return
+			}
+			m, err := sorting.Evaluate(net, 0, 1, val.lists, val.seed)
+			if err != nil {
+				valErr = err
+				cancel()
+				return
+			}
+			fmt.Fprintf(stderr, "n=%d %v seed %d: step %d: validation prop. any wrong %.3f\n",
+				cfg.N, cfg.Variant, cfg.Seed, step, m.PropAnyWrong)
+			if m.PropAnyWrong <= bestProp {
+				bestProp, bestStep, best = m.PropAnyWrong, step, best[:0]
+				for _, q := range net.Params() {
+					best = append(best, q.Value.Data...)
+				}
+			}
+		}
+	}
 	start := time.Now()
-	err = net.Train(ctx, p.update)
+	err = net.Train(ctx, update)
 	p.done()
-	return net, time.Since(start).Seconds(), err
+	secs := time.Since(start).Seconds()
+	if valErr != nil {
+		return nil, secs, 0, fmt.Errorf("validation: %w", valErr)
+	}
+	if err != nil || best == nil {
+		return net, secs, net.StepsDone(), err
+	}
+	for _, q := range net.Params() {
+		best = best[copy(q.Value.Data, best):]
+	}
+	fmt.Fprintf(stderr, "n=%d %v seed %d: kept the weights of step %d (validation prop. any wrong %.3f)\n",
+		cfg.N, cfg.Variant, cfg.Seed, bestStep, bestProp)
+	return net, secs, bestStep, nil
 }
 
 // evaluate tests net on every interval.
@@ -267,7 +356,8 @@ func runSingle(ctx context.Context, o *options, stdout, stderr io.Writer) error 
 	if err != nil {
 		return err
 	}
-	net, secs, err := trainOne(ctx, cfg, o.load, stderr)
+	val := o.validation()
+	net, secs, kept, err := trainOne(ctx, cfg, o.load, val, stderr)
 	if err != nil {
 		return err
 	}
@@ -287,7 +377,8 @@ func runSingle(ctx context.Context, o *options, stdout, stderr io.Writer) error 
 		return nil
 	}
 	out := Output{N: cfg.N, Variant: cfg.Variant.String(), Seed: cfg.Seed, Steps: net.StepsDone(),
-		TrainSeconds: secs, TestSeed: o.testSeed, Results: ms}
+		Iters: cfg.Iters, Tau: cfg.Tau, TauEnd: cfg.TauEnd, Noise: cfg.Noise, KeptStep: kept, TrainSeconds: secs,
+		ValEvery: val.every, ValLists: val.lists, ValSeed: val.seed, TestSeed: o.testSeed, Results: ms}
 	b, err := json.MarshalIndent(out, "", "  ")
 	if err != nil {
 		return err

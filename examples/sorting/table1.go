@@ -29,6 +29,11 @@ type Record struct {
 	Samples      int               `json:"samples"`
 	Iters        int               `json:"iters"`
 	Tau          float64           `json:"tau"`
+	TauEnd       float64           `json:"tau_end,omitempty"`
+	ValEvery     int               `json:"val_every,omitempty"`
+	ValLists     int               `json:"val_lists,omitempty"`
+	ValSeed      uint64            `json:"val_seed,omitempty"`
+	KeptStep     int               `json:"kept_step,omitempty"`
 	LR           float64           `json:"lr"`
 	LREnd        float64           `json:"lr_end"`
 	Noise        float64           `json:"noise"`
@@ -39,12 +44,14 @@ type Record struct {
 	Results      []sorting.Metrics `json:"results"`
 }
 
-// newRecord returns the record of a network of cfg, without results.
-func newRecord(cfg sorting.Config, testLists int, testSeed uint64) Record {
+// newRecord returns the record of a network of cfg, with the weights chosen
+// by val, without results.
+func newRecord(cfg sorting.Config, val validation, testLists int, testSeed uint64) Record {
 	return Record{
+		ValEvery: val.every, ValLists: val.lists, ValSeed: val.seed,
 		N: cfg.N, Variant: cfg.Variant.String(), Seed: cfg.Seed, Steps: cfg.Steps,
 		Batch: cfg.Batch, Samples: cfg.Samples, Iters: cfg.Iters,
-		Tau: cfg.Tau, LR: cfg.LR, LREnd: cfg.LREnd, Noise: cfg.Noise,
+		Tau: cfg.Tau, TauEnd: cfg.TauEnd, LR: cfg.LR, LREnd: cfg.LREnd, Noise: cfg.Noise,
 		TestLists: testLists, TestSeed: testSeed,
 	}
 }
@@ -53,8 +60,8 @@ func newRecord(cfg sorting.Config, testLists int, testSeed uint64) Record {
 // (same settings, test lists and seed) that tested every interval of ivs.
 func (r *Record) covers(want Record, ivs []interval) bool {
 	a, b := *r, want
-	a.TrainSeconds, a.TestSeconds, a.Results = 0, 0, nil
-	b.TrainSeconds, b.TestSeconds, b.Results = 0, 0, nil
+	a.TrainSeconds, a.TestSeconds, a.KeptStep, a.Results = 0, 0, 0, nil
+	b.TrainSeconds, b.TestSeconds, b.KeptStep, b.Results = 0, 0, 0, nil
 	if !equalRecords(a, b) {
 		return false
 	}
@@ -163,7 +170,7 @@ func runTable1(ctx context.Context, o *options, stdout, stderr io.Writer) error 
 				if err != nil {
 					return err
 				}
-				want := newRecord(cfg, o.testLists, o.testSeed)
+				want := newRecord(cfg, o.validation(), o.testLists, o.testSeed)
 				if slices.ContainsFunc(done, func(r Record) bool { return r.covers(want, o.intervals) }) {
 					continue
 				}
@@ -207,7 +214,7 @@ func gridRecords(done []Record, o *options) ([]Record, error) {
 		if err != nil {
 			return nil, err
 		}
-		if r.covers(newRecord(cfg, o.testLists, o.testSeed), o.intervals) &&
+		if r.covers(newRecord(cfg, o.validation(), o.testLists, o.testSeed), o.intervals) &&
 			!slices.ContainsFunc(rows, func(q Record) bool { return q.N == r.N && q.Seed == r.Seed && q.Variant == r.Variant }) {
 			rows = append(rows, r)
 		}
@@ -217,10 +224,13 @@ func gridRecords(done []Record, o *options) ([]Record, error) {
 
 // runCell trains and tests one network.
 func runCell(ctx context.Context, cfg sorting.Config, o *options, stderr io.Writer) (Record, error) {
-	r := newRecord(cfg, o.testLists, o.testSeed)
-	net, secs, err := trainOne(ctx, cfg, "", stderr)
+	r := newRecord(cfg, o.validation(), o.testLists, o.testSeed)
+	net, secs, kept, err := trainOne(ctx, cfg, "", o.validation(), stderr)
 	if err != nil {
 		return r, err
+	}
+	if o.valEvery > 0 {
+		r.KeptStep = kept
 	}
 	start := time.Now()
 	ms, err := evaluate(net, o.intervals, o.testLists, o.testSeed)

@@ -54,7 +54,8 @@ type Config struct {
 	Batch   int     // lists per step
 	Samples int     // Gumbel samples per list
 	Iters   int     // Sinkhorn iterations L
-	Tau     float64 // Sinkhorn temperature τ
+	Tau     float64 // Sinkhorn temperature τ at the first step
+	TauEnd  float64 // τ at the last step, in (0, Tau], annealed geometrically; 0: Tau throughout
 	LR      float64 // Adam learning rate at the first step
 	LREnd   float64 // learning rate at the last step, in (0, LR]; cosine annealing in between
 	Noise   float64 // noise factor c multiplying the Gumbel noise (0: none)
@@ -127,6 +128,14 @@ func (c Config) Validate() error {
 	}
 	if err := positive("LREnd", c.LREnd); err != nil {
 		return err
+	}
+	if c.TauEnd != 0 {
+		if err := positive("TauEnd", c.TauEnd); err != nil {
+			return err
+		}
+		if c.TauEnd > c.Tau {
+			return fmt.Errorf("sorting: Config: TauEnd %v must be <= Tau %v", c.TauEnd, c.Tau)
+		}
 	}
 	if c.LREnd > c.LR {
 		return fmt.Errorf("sorting: Config: LREnd %v must be <= LR %v", c.LREnd, c.LR)
@@ -295,10 +304,22 @@ func (net *Network) loss(t *ad.Tape) *ad.Var {
 	n, b := net.cfg.N, net.cfg.Batch
 	g := ad.Reshape(net.logits(t, net.input), b, n, n)
 	noisy := ad.Add(ad.Take(g, net.tile), t.Const(net.noise))
-	p := relax.SinkhornVar(noisy, net.cfg.Tau, net.cfg.Iters)
+	p := relax.SinkhornVar(noisy, net.cfg.TauAt(net.step), net.cfg.Iters)
 	// Row k of xsᵀP is (Pᵀx̃)ᵀ, the soft-sorted list.
 	soft := ad.MatMul(t.Const(net.xs), p)
 	return ad.Mean(ad.Square(ad.Sub(soft, t.Const(net.target))))
+}
+
+// TauAt returns the Sinkhorn temperature of training step k (counted from
+// 0): Tau when TauEnd is 0, and otherwise the geometric interpolation
+// Tau·(TauEnd/Tau)^(k/(Steps−1)), which goes from Tau at the first step to
+// TauEnd at the last.
+func (c Config) TauAt(k int) float64 {
+	if c.TauEnd == 0 || c.TauEnd == c.Tau || c.Steps <= 1 {
+		return c.Tau
+	}
+	f := float64(min(max(k, 0), c.Steps-1)) / float64(c.Steps-1)
+	return c.Tau * math.Pow(c.TauEnd/c.Tau, f)
 }
 
 // transform writes into dst what the network of variant v sees of list.

@@ -317,6 +317,8 @@ func TestConfigValidate(t *testing.T) {
 		{"tau NaN", func(c *Config) { c.Tau = math.NaN() }, "Tau"},
 		{"lr", func(c *Config) { c.LR = -1 }, "LR must"},
 		{"lr end", func(c *Config) { c.LREnd = 1 }, "LREnd 1 must be <= LR"},
+		{"tau end", func(c *Config) { c.TauEnd = 2 }, "TauEnd 2 must be <= Tau"},
+		{"tau end negative", func(c *Config) { c.TauEnd = -0.1 }, "TauEnd must be finite and > 0"},
 		{"noise", func(c *Config) { c.Noise = -1 }, "Noise"},
 		{"variant", func(c *Config) { c.Variant = 7 }, "Variant(7)"},
 	} {
@@ -328,6 +330,61 @@ func TestConfigValidate(t *testing.T) {
 	}
 	if err := DefaultConfig(5).Validate(); err != nil {
 		t.Errorf("DefaultConfig(5): %v", err)
+	}
+}
+
+// TestTauAt checks the temperature schedule: constant without TauEnd, and
+// otherwise geometric from Tau at the first step to TauEnd at the last,
+// with the geometric mean halfway.
+func TestTauAt(t *testing.T) {
+	c := Config{Steps: 101, Tau: 1}
+	for _, k := range []int{0, 50, 100} {
+		if got := c.TauAt(k); got != 1 {
+			t.Errorf("TauEnd 0: TauAt(%d) = %v, want 1", k, got)
+		}
+	}
+	c.Tau, c.TauEnd = 2, 0.02
+	for _, tc := range []struct {
+		k    int
+		want float64
+	}{{-1, 2}, {0, 2}, {50, 0.2}, {100, 0.02}, {200, 0.02}} {
+		if got := c.TauAt(tc.k); math.Abs(got-tc.want) > 1e-12*tc.want {
+			t.Errorf("TauAt(%d) = %v, want %v", tc.k, got, tc.want)
+		}
+	}
+	for k := 1; k < c.Steps; k++ {
+		if c.TauAt(k) >= c.TauAt(k-1) {
+			t.Fatalf("TauAt(%d) = %v is not below TauAt(%d) = %v", k, c.TauAt(k), k-1, c.TauAt(k-1))
+		}
+	}
+}
+
+// TestTauEndTrains checks that the annealed temperature reaches the loss:
+// a run with TauEnd differs from one without after the first step (which
+// both take at Tau) and is reproducible.
+func TestTauEndTrains(t *testing.T) {
+	cfg := Config{N: 4, Hidden: 4, Steps: 3, Batch: 2, Samples: 1, Iters: 3, Tau: 1, LR: 0.1, LREnd: 0.1, Noise: 1, Seed: 3}
+	weights := func(c Config, steps int) []float64 {
+		c.Steps = steps
+		net := trained(t, c)
+		var w []float64
+		for _, p := range net.Params() {
+			w = append(w, p.Value.Data...)
+		}
+		return w
+	}
+	annealed := cfg
+	annealed.TauEnd = 0.1
+	// One step of a one-step run is taken at Tau whatever TauEnd is.
+	if !slices.Equal(weights(cfg, 1), weights(annealed, 1)) {
+		t.Error("one step: TauEnd changed the first step, taken at Tau")
+	}
+	a, b := weights(annealed, 3), weights(cfg, 3)
+	if slices.Equal(a, b) {
+		t.Error("TauEnd 0.1 trained the same weights as constant Tau")
+	}
+	if !slices.Equal(a, weights(annealed, 3)) {
+		t.Error("annealed training is not reproducible")
 	}
 }
 
