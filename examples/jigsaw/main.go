@@ -16,10 +16,11 @@
 //	go run ./examples/jigsaw -images DIR -size 64 -p 3 -out /tmp/jigsaw
 //
 // uses the first 90% of the pictures (by name) for training and the rest for
-// testing. With -table2 it runs p = 2, ..., 6 on MNIST and prints the
-// markdown Table 2 beside the paper's numbers; every finished size is
-// appended to a JSON-lines file (-results) and skipped when the command is
-// run again, so an interrupted table resumes.
+// testing. With -table2 it runs p = 2, ..., 6 on MNIST (or the sizes listed
+// by -sizes, in that order) and prints the markdown Table 2 beside the
+// paper's numbers; every finished size is appended to a JSON-lines file
+// (-results) and skipped when the command is run again, so an interrupted
+// table resumes.
 package main
 
 import (
@@ -50,6 +51,7 @@ type options struct {
 	lr                          float64
 	cfg                         jigsaw.Config
 	figTaus                     string
+	sizes                       string // -table2 sizes, in run order
 }
 
 func main() {
@@ -68,6 +70,7 @@ func main() {
 	flag.IntVar(&o.evalN, "eval", 0, "evaluate on the first n held-out images only (0: all)")
 	flag.BoolVar(&o.val, "val", false, "report the MNIST validation split (last 10,000 training digits), not the test set")
 	flag.BoolVar(&o.table2, "table2", false, "run p = 2..6 on MNIST and print Table 2")
+	flag.StringVar(&o.sizes, "sizes", "2,3,4,5,6", "puzzle sizes -table2 runs, in this order")
 	flag.BoolVar(&o.quiet, "quiet", false, "no progress lines")
 	def := jigsaw.DefaultConfig(3)
 	flag.IntVar(&o.cfg.Filters, "filters", def.Filters, "convolution filters n_f")

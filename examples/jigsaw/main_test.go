@@ -80,3 +80,16 @@ func TestRecordsRoundTrip(t *testing.T) {
 	assert.Contains(t, lines[2], "| Kendall tau | 1.000 (1.00) | - | 0.500 (0.43) | - | - |")
 	assert.Contains(t, table, "| l2 | 0.000 (0.00) | - | 0.250 (0.26) |")
 }
+
+func TestParseSizes(t *testing.T) {
+	got, err := parseSizes("")
+	require.NoError(t, err)
+	assert.Equal(t, tableSizes, got)
+	got, err = parseSizes("3, 4,6,2")
+	require.NoError(t, err)
+	assert.Equal(t, []int{3, 4, 6, 2}, got)
+	for _, bad := range []string{"1", "7", "3,x", "3,3", "3,"} {
+		_, err := parseSizes(bad)
+		assert.Error(t, err, bad)
+	}
+}

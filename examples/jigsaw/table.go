@@ -10,6 +10,8 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/permlab/permlab/dataset"
@@ -35,12 +37,16 @@ func evalRNG(seed uint64) *rand.Rand { return rand.New(rand.NewPCG(seed, 0x74657
 // runTable2 runs every size not yet in o.results, appending each finished
 // one, then prints the table.
 func runTable2(ctx context.Context, o options) error {
+	sizes, err := parseSizes(o.sizes)
+	if err != nil {
+		return err
+	}
 	done, err := readRecords(o.results)
 	if err != nil {
 		return err
 	}
 	var train, test *dataset.Images
-	for _, p := range tableSizes {
+	for _, p := range sizes {
 		if _, ok := done[p]; ok {
 			fmt.Fprintf(os.Stderr, "p=%d: already in %s, skipped\n", p, o.results)
 			continue
@@ -61,6 +67,28 @@ func runTable2(ctx context.Context, o options) error {
 	}
 	fmt.Print(formatTable(done))
 	return nil
+}
+
+// parseSizes parses the comma-separated -sizes list; each size must be a
+// column of Table 2 and appear once. The empty string means all of them.
+func parseSizes(s string) ([]int, error) {
+	if strings.TrimSpace(s) == "" {
+		return tableSizes, nil
+	}
+	var out []int
+	seen := make(map[int]bool)
+	for _, f := range strings.Split(s, ",") {
+		p, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || !slices.Contains(tableSizes, p) {
+			return nil, fmt.Errorf("-sizes %q: %q is not a Table 2 size (2 to 6)", s, f)
+		}
+		if seen[p] {
+			return nil, fmt.Errorf("-sizes %q: size %d given twice", s, p)
+		}
+		seen[p] = true
+		out = append(out, p)
+	}
+	return out, nil
 }
 
 func readRecords(path string) (map[int]*record, error) {
