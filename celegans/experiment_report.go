@@ -7,13 +7,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
-	"os"
 	"path/filepath"
 	"strings"
 	"time"
 
 	"gonum.org/v1/gonum/stat"
 	"gonum.org/v1/plot"
+
+	"github.com/permlab/permlab/internal/atomicfile"
 )
 
 // Summary aggregates the runs of an Experiment over seeds.
@@ -398,11 +399,7 @@ func resolveCellKey(s *Summary, cell string) string {
 }
 
 func writeFileAtomic(path string, data []byte) error {
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, data, 0o644); err != nil {
-		return fmt.Errorf("celegans: Experiment: %w", err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
+	if err := atomicfile.WriteFile(path, data); err != nil {
 		return fmt.Errorf("celegans: Experiment: %w", err)
 	}
 	return nil

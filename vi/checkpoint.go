@@ -5,12 +5,13 @@ import (
 	"encoding/gob"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
-	"path/filepath"
 
 	"github.com/permlab/permlab/ad"
 	"github.com/permlab/permlab/ad/optim"
+	"github.com/permlab/permlab/internal/atomicfile"
 )
 
 const checkpointVersion = 1
@@ -62,33 +63,9 @@ func (ck *checkpoint) restore(params []*ad.Param, opt optim.Optimizer) error {
 // path, so a crash leaves either the old or the new checkpoint, never a
 // partial one.
 func writeCheckpoint(path string, ck *checkpoint) error {
-	var buf bytes.Buffer
-	if err := gob.NewEncoder(&buf).Encode(ck); err != nil {
-		return fmt.Errorf("vi: encoding checkpoint: %w", err)
-	}
-	dir := filepath.Dir(path)
-	f, err := os.CreateTemp(dir, filepath.Base(path)+".tmp*")
+	err := atomicfile.Write(path, func(w io.Writer) error { return gob.NewEncoder(w).Encode(ck) })
 	if err != nil {
 		return fmt.Errorf("vi: writing checkpoint: %w", err)
-	}
-	tmp := f.Name()
-	_, err = f.Write(buf.Bytes())
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
-	if err != nil {
-		os.Remove(tmp)
-		return fmt.Errorf("vi: writing checkpoint: %w", err)
-	}
-	if d, err := os.Open(dir); err == nil {
-		d.Sync() // make the rename durable; best effort
-		d.Close()
 	}
 	return nil
 }

@@ -9,10 +9,10 @@ import (
 	"io"
 	"math"
 	"os"
-	"path/filepath"
 	"slices"
 
 	"github.com/permlab/permlab/ad"
+	"github.com/permlab/permlab/internal/atomicfile"
 )
 
 // File format constants; see the package documentation.
@@ -229,35 +229,9 @@ func (r *reader) u64() uint64 {
 // SaveFile writes params to the named file atomically: it writes a
 // temporary file in the same directory, syncs it to disk and renames it
 // over name, so a crash leaves either the old file or the new one.
-func SaveFile(name string, params []*ad.Param) (err error) {
-	dir, base := filepath.Split(name)
-	if dir == "" {
-		dir = "."
-	}
-	f, err := os.CreateTemp(dir, base+".tmp*")
+func SaveFile(name string, params []*ad.Param) error {
+	err := atomicfile.Write(name, func(w io.Writer) error { return Save(w, params) })
 	if err != nil {
-		return fmt.Errorf("nn: SaveFile: %w", err)
-	}
-	defer func() {
-		if err != nil {
-			f.Close()
-			os.Remove(f.Name())
-		}
-	}()
-	if err := Save(f, params); err != nil {
-		return err
-	}
-	// CreateTemp makes the file private; give it os.Create's permissions.
-	if err := f.Chmod(0o644); err != nil {
-		return fmt.Errorf("nn: SaveFile: %w", err)
-	}
-	if err := f.Sync(); err != nil {
-		return fmt.Errorf("nn: SaveFile: %w", err)
-	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("nn: SaveFile: %w", err)
-	}
-	if err := os.Rename(f.Name(), name); err != nil {
 		return fmt.Errorf("nn: SaveFile: %w", err)
 	}
 	return nil

@@ -5,13 +5,14 @@ import (
 	"encoding/gob"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
-	"path/filepath"
 	"slices"
 
 	"github.com/permlab/permlab/ad"
 	"github.com/permlab/permlab/ad/optim"
+	"github.com/permlab/permlab/internal/atomicfile"
 )
 
 const checkpointVersion = 1
@@ -125,33 +126,9 @@ func (r *runner) resume() error {
 // file in the same folder, which is synced and renamed over path, so a crash
 // leaves either the old checkpoint or the new one.
 func writeCheckpoint(path string, ck *checkpoint) error {
-	var buf bytes.Buffer
-	if err := gob.NewEncoder(&buf).Encode(ck); err != nil {
-		return fmt.Errorf("train: encoding checkpoint: %w", err)
-	}
-	dir := filepath.Dir(path)
-	f, err := os.CreateTemp(dir, filepath.Base(path)+".tmp*")
+	err := atomicfile.Write(path, func(w io.Writer) error { return gob.NewEncoder(w).Encode(ck) })
 	if err != nil {
 		return fmt.Errorf("train: writing checkpoint: %w", err)
-	}
-	tmp := f.Name()
-	_, err = f.Write(buf.Bytes())
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
-	if err != nil {
-		os.Remove(tmp)
-		return fmt.Errorf("train: writing checkpoint: %w", err)
-	}
-	if d, err := os.Open(dir); err == nil {
-		d.Sync() // make the rename durable; best effort
-		d.Close()
 	}
 	return nil
 }
