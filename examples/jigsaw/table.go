@@ -1,20 +1,17 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io/fs"
 	"math/rand/v2"
 	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/permlab/permlab/dataset"
+	"github.com/permlab/permlab/internal/jsonl"
 	"github.com/permlab/permlab/models/jigsaw"
 )
 
@@ -92,48 +89,18 @@ func parseSizes(s string) ([]int, error) {
 }
 
 func readRecords(path string) (map[int]*record, error) {
-	out := make(map[int]*record)
-	f, err := os.Open(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return out, nil
-	}
+	recs, err := jsonl.Read[*record](path)
 	if err != nil {
 		return nil, err
 	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for line := 1; sc.Scan(); line++ {
-		if strings.TrimSpace(sc.Text()) == "" {
-			continue
-		}
-		var r record
-		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
-			return nil, fmt.Errorf("%s:%d: %w", path, line, err)
-		}
-		out[r.P] = &r
+	out := make(map[int]*record, len(recs))
+	for _, r := range recs {
+		out[r.P] = r
 	}
-	return out, sc.Err()
+	return out, nil
 }
 
-func appendRecord(path string, r *record) error {
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return err
-	}
-	b, err := json.Marshal(r)
-	if err != nil {
-		return err
-	}
-	f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
-	if err != nil {
-		return err
-	}
-	if _, err := f.Write(append(b, '\n')); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
-}
+func appendRecord(path string, r *record) error { return jsonl.Append(path, r) }
 
 func writeJSON(path string, v any) error {
 	b, err := json.MarshalIndent(v, "", "  ")

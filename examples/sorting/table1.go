@@ -1,11 +1,9 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -15,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/permlab/permlab/internal/jsonl"
 	"github.com/permlab/permlab/models/sorting"
 )
 
@@ -91,64 +90,13 @@ func (r *Record) result(iv interval) *sorting.Metrics {
 
 // readRecords reads a JSON-lines results file; a missing file has no records.
 // A torn last line (from an interrupted write) is ignored.
-func readRecords(path string) ([]Record, error) {
-	f, err := os.Open(path)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	var out []Record
-	sc := bufio.NewScanner(f)
-	sc.Buffer(nil, 1<<20)
-	for line := 1; sc.Scan(); line++ {
-		if len(bytes.TrimSpace(sc.Bytes())) == 0 {
-			continue
-		}
-		var r Record
-		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
-			if !sc.Scan() { // the last line: an interrupted append
-				break
-			}
-			return nil, fmt.Errorf("%s:%d: %w", path, line, err)
-		}
-		out = append(out, r)
-	}
-	return out, sc.Err()
-}
+func readRecords(path string) ([]Record, error) { return jsonl.Read[Record](path) }
 
-// trimTornLine truncates path after its last newline, dropping the start
-// of a line whose append was interrupted, so that the next append begins a
-// line of its own. A missing file is fine.
-func trimTornLine(path string) error {
-	b, err := os.ReadFile(path)
-	if errors.Is(err, os.ErrNotExist) || len(b) == 0 || b[len(b)-1] == '\n' {
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	return os.Truncate(path, int64(bytes.LastIndexByte(b, '\n')+1))
-}
+// trimTornLine drops the start of a line whose append was interrupted.
+func trimTornLine(path string) error { return jsonl.TrimTorn(path) }
 
 // appendRecord appends r as one line to path.
-func appendRecord(path string, r Record) error {
-	b, err := json.Marshal(r)
-	if err != nil {
-		return err
-	}
-	f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
-	if err != nil {
-		return err
-	}
-	if _, err := f.Write(append(b, '\n')); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
-}
+func appendRecord(path string, r Record) error { return jsonl.Append(path, r) }
 
 // runTable1 trains and tests every cell of the grid not yet in o.results,
 // then prints the table.
