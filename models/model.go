@@ -177,30 +177,9 @@ func RandomAdmitted(mask *perm.Mask, rng *rand.Rand) (perm.Perm, error) {
 		rng.Shuffle(len(r), func(a, b int) { r[a], r[b] = r[b], r[a] })
 		rows[i] = r
 	}
-	match := make([]int, n)
-	for j := range match {
-		match[j] = -1
-	}
-	seen := make([]bool, n)
-	var try func(i int) bool
-	try = func(i int) bool {
-		for _, j := range rows[i] {
-			if seen[j] {
-				continue
-			}
-			seen[j] = true
-			if match[j] < 0 || try(match[j]) {
-				match[j] = i
-				return true
-			}
-		}
-		return false
-	}
-	for _, i := range rng.Perm(n) {
-		clear(seen)
-		if !try(i) {
-			return nil, fmt.Errorf("models: the mask admits no permutation")
-		}
+	match, ok := perfectMatching(rows, rng.Perm(n))
+	if !ok {
+		return nil, fmt.Errorf("models: the mask admits no permutation")
 	}
 	p := make(perm.Perm, n)
 	for j, i := range match {

@@ -277,14 +277,23 @@ func resolve(n int, declared *perm.Mask, fixed []int) (*perm.Mask, []bool, bool,
 	return m, free, full, nil
 }
 
-// admitsSome reports whether the mask admits a perfect matching (Kuhn's
-// augmenting paths, O(n·|E|)).
+// admitsSome reports whether the mask admits a perfect matching.
 func admitsSome(n int, m *perm.Mask) bool {
 	rows := make([][]int, n)
 	for i := range rows {
 		rows[i] = m.Row(i)
 	}
-	match := make([]int, n) // column -> row
+	_, ok := perfectMatching(rows, perm.Identity(n))
+	return ok
+}
+
+// perfectMatching matches every row to one of its allowed columns by
+// Kuhn's augmenting paths (O(n·|E|)), taking rows in the given order and
+// trying each row's columns in the order listed. It returns match[column] =
+// row, or false when no perfect matching exists.
+func perfectMatching(rows [][]int, order []int) ([]int, bool) {
+	n := len(rows)
+	match := make([]int, n)
 	for j := range match {
 		match[j] = -1
 	}
@@ -303,13 +312,13 @@ func admitsSome(n int, m *perm.Mask) bool {
 		}
 		return false
 	}
-	for i := range n {
+	for _, i := range order {
 		clear(seen)
 		if !try(i) {
-			return false
+			return nil, false
 		}
 	}
-	return true
+	return match, true
 }
 
 func finite(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
