@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"testing"
+
+	"github.com/permlab/permlab/internal/cputime"
 )
 
 // BenchmarkMatMul times one forward and backward pass of a·b for the
@@ -25,7 +27,7 @@ func BenchmarkMatMul(b *testing.B) {
 			w := NewParam("w", randTensor(rng, -1, 1, s.k, s.n))
 			t := NewTape()
 			b.ReportAllocs()
-			reportCPU(b, func() {
+			cputime.Bench(b, func() {
 				t.Reset()
 				y := MatMul(t.Variable(x), t.Param(w))
 				if err := t.Backward(Sum(y)); err != nil {
@@ -45,7 +47,7 @@ func BenchmarkMatMulBatched(b *testing.B) {
 	w := randTensor(rng, -1, 1, 32, 64, 9)
 	t := NewTape()
 	b.ReportAllocs()
-	reportCPU(b, func() {
+	cputime.Bench(b, func() {
 		t.Reset()
 		y := MatMul(t.Variable(x), t.Variable(w))
 		if err := t.Backward(Sum(y)); err != nil {

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/permlab/permlab/ad"
+	"github.com/permlab/permlab/internal/cputime"
 )
 
 // BenchmarkConv2D times one forward and backward pass of a convolution:
@@ -31,7 +32,7 @@ func BenchmarkConv2D(b *testing.B) {
 			x := randTensor(rng, c.n, c.c, c.h, c.h)
 			tp := ad.NewTape()
 			b.ReportAllocs()
-			reportCPU(b, func() {
+			cputime.Bench(b, func() {
 				tp.Reset()
 				xv := tp.Const(x)
 				if c.inputGrad {
@@ -56,7 +57,7 @@ func BenchmarkDense(b *testing.B) {
 	x := randTensor(rng, 100, 784)
 	tp := ad.NewTape()
 	b.ReportAllocs()
-	reportCPU(b, func() {
+	cputime.Bench(b, func() {
 		tp.Reset()
 		if err := tp.Backward(ad.Sum(d.Forward(tp, tp.Const(x)))); err != nil {
 			b.Fatal(err)

@@ -4,8 +4,9 @@ import (
 	"os"
 	"slices"
 	"strings"
-	"syscall"
 	"time"
+
+	"github.com/permlab/permlab/internal/cputime"
 )
 
 // Times holds per-step wall and CPU times in milliseconds.
@@ -24,19 +25,10 @@ type Step func() (wall, cpu float64, err error)
 // threads.
 func Timed(f func() error) Step {
 	return func() (wall, cpu float64, err error) {
-		c0, w0 := cpuTime(), time.Now()
+		c0, w0 := cputime.Process(), time.Now()
 		err = f()
-		return ms(time.Since(w0)), ms(cpuTime() - c0), err
+		return ms(time.Since(w0)), ms(cputime.Process() - c0), err
 	}
-}
-
-// cpuTime is the CPU time of this process so far, all threads.
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 func ms(d time.Duration) float64 { return float64(d) / 1e6 }
