@@ -89,7 +89,10 @@ func BenchmarkELBOStep(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			model := celegans.NewModel(p)
+			model, err := celegans.NewModel(p).VI()
+			if err != nil {
+				b.Fatal(err)
+			}
 			tape := ad.NewTape()
 			cand := float64(p.N())
 			if bc.masks != nil {

@@ -71,4 +71,10 @@ func TestELBOGolden(t *testing.T) {
 }
 
 // goldenModel is the likelihood as the variational methods see it.
-func goldenModel(p *Problem) vi.Model { return NewModel(p) }
+func goldenModel(p *Problem) vi.Model {
+	m, err := NewModel(p).VI()
+	if err != nil {
+		panic(err)
+	}
+	return m
+}

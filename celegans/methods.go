@@ -398,12 +398,18 @@ func fitVI(ctx context.Context, p *Problem, s Settings, seed uint64, newFit func
 	fits := 0
 	var bestPerms []perm.Perm // matching of best's scores, for the trace
 	used := 0
+	model := NewModel(p)
+	model.SigmaW = s.SigmaW
+	vm, err := model.VI()
+	if err != nil {
+		return nil, err
+	}
 	for attempt := 0; used < s.Steps; attempt++ {
 		f, err := newFit()
 		if err != nil {
 			return nil, err
 		}
-		wg, err := vi.NewNormal("W", len(p.support), nil, s.WStd0, s.SigmaW)
+		wg, err := vi.NewNormal(SiteW, len(p.support), nil, s.WStd0, model.wPrior().Sigma)
 		if err != nil {
 			return nil, err
 		}
@@ -457,7 +463,7 @@ func fitVI(ctx context.Context, p *Problem, s Settings, seed uint64, newFit func
 			}
 		}
 		st.begin()
-		res, err := vi.Fit(attemptCtx, NewModel(p), []vi.Guide{f.guide, wg}, opts)
+		res, err := vi.Fit(attemptCtx, vm, []vi.Guide{f.guide, wg}, opts)
 		stop()
 		fits++
 		if err != nil && !budgetOver(err) && !errors.Is(err, context.Canceled) {

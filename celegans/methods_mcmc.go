@@ -14,67 +14,6 @@ import (
 	"github.com/permlab/permlab/relax"
 )
 
-// mcState is the state of the MCMC baseline: one permutation per worm and
-// the shared W (canonical, dense N×N with zeros off the support), with
-// G = WᵀW kept current for fast swap proposals.
-type mcState struct {
-	perms []perm.Perm
-	w     *mat.Dense
-	g     *mat.Dense
-}
-
-// wormTarget is log p(Y_j | P_j, W) as a function of P_j. In observed
-// coordinates, with a = p[i], b = p[k] the identities of two observed
-// neurons,
-//
-//	log p = −(1/2η²)[tr Syy − 2 Σ_{m,m'} Syx[m][m'] W[p m][p m'] + Σ_{m,m'} Sxx[m][m'] G[p m][p m']] + c
-//
-// and exchanging p[i] and p[k] changes only the terms with m or m' in {i, k},
-// so SwapDelta costs O(N).
-type wormTarget struct {
-	st       *mcState
-	sxx, syx []float64 // row-major N×N, observed order
-	n        int
-	eta2     float64
-	trYY     float64
-}
-
-func (wt *wormTarget) LogDensity(p perm.Perm) float64 {
-	n := wt.n
-	w, g := wt.st.w.RawMatrix().Data, wt.st.g.RawMatrix().Data
-	var cross, quad float64
-	for m := 0; m < n; m++ {
-		pm := p[m] * n
-		for mm := 0; mm < n; mm++ {
-			cross += wt.syx[m*n+mm] * w[pm+p[mm]]
-			quad += wt.sxx[m*n+mm] * g[pm+p[mm]]
-		}
-	}
-	return -0.5 / wt.eta2 * (wt.trYY - 2*cross + quad)
-}
-
-func (wt *wormTarget) SwapDelta(p perm.Perm, i, k int) float64 {
-	n := wt.n
-	w, g := wt.st.w.RawMatrix().Data, wt.st.g.RawMatrix().Data
-	sxx, syx := wt.sxx, wt.syx
-	a, b := p[i], p[k]
-	var dq, dc float64
-	for m := 0; m < n; m++ {
-		if m == i || m == k {
-			continue
-		}
-		pm := p[m]
-		// Sxx and G are symmetric: the row and column parts are equal.
-		dq += 2 * (sxx[i*n+m] - sxx[k*n+m]) * (g[b*n+pm] - g[a*n+pm])
-		dc += (syx[i*n+m] - syx[k*n+m]) * (w[b*n+pm] - w[a*n+pm])
-		dc += (syx[m*n+i] - syx[m*n+k]) * (w[pm*n+b] - w[pm*n+a])
-	}
-	dq += (sxx[i*n+i] - sxx[k*n+k]) * (g[b*n+b] - g[a*n+a])
-	dc += (syx[i*n+i] - syx[k*n+k]) * (w[b*n+b] - w[a*n+a])
-	dc += (syx[i*n+k] - syx[k*n+i]) * (w[b*n+a] - w[a*n+b])
-	return -0.5 / wt.eta2 * (dq - 2*dc)
-}
-
 // solveMCMC runs the MCMC baseline. With a budget, the run stops when one
 // more sweep would leave less than the final estimate needs: reserveSafety
 // times the matching's cost, timed on the random scores of the initial
@@ -82,22 +21,12 @@ func (wt *wormTarget) SwapDelta(p perm.Perm, i, k int) float64 {
 // took.
 func solveMCMC(ctx context.Context, p *Problem, s Settings, seed uint64, c clock) (*Outcome, error) {
 	n, b := p.N(), p.Worms()
-	support := make([][]int, n)
-	for _, rc := range p.support {
-		support[rc[0]] = append(support[rc[0]], rc[1])
-	}
-	gibbs := &mcmc.RegressionRows{Support: support, NoiseVar: p.NoiseVar, PriorVar: s.SigmaW * s.SigmaW}
-	targets := make([]*wormTarget, b)
+	model := NewModel(p)
+	model.SigmaW = s.SigmaW
+	support := p.supportRows()
+	gibbs := model.gibbsW()
 	st := &mcState{w: mat.NewDense(n, n, nil), g: mat.NewDense(n, n, nil)}
-	for j, stt := range p.Stats {
-		full := mat.NewDense(n, n, nil)
-		full.Copy(stt.Sxx)
-		tr := 0.0
-		for i := 0; i < n; i++ {
-			tr += stt.Syy.At(i, i)
-		}
-		targets[j] = &wormTarget{st: st, sxx: full.RawMatrix().Data, syx: stt.Syx.RawMatrix().Data, n: n, eta2: p.NoiseVar, trYY: tr}
-	}
+	targets := model.wormTargets(st)
 	// Draws are kept thinned; the posterior mean of each P_j is the
 	// frequency of each assignment over the second half of them.
 	const thin = 10

@@ -11,8 +11,8 @@ import (
 
 	"github.com/permlab/permlab/ad"
 	"github.com/permlab/permlab/internal/f64"
+	"github.com/permlab/permlab/models"
 	"github.com/permlab/permlab/perm"
-	"github.com/permlab/permlab/vi"
 )
 
 // Problem is what an inference method sees: the connectome (which fixes the
@@ -186,12 +186,18 @@ func (p *Problem) Accuracy(perms []perm.Perm) (all, unknown float64, err error) 
 // P_j that cost O(nnz(P_j)·N) (below), and products with the sparse W that
 // cost O(|support|·N); the backward pass costs about as much again.
 //
-// It implements vi.Model with the sites "P" (shape (K, worms, N, N)) and
-// "W" (shape (K, |support|)). Entries of P off worm j's candidate mask are
-// ignored (taken as zero, as they are in every Gumbel-Sinkhorn sample), so
-// the products with P cost O(nnz·N).
+// It implements models.Model with the sites "P" (shape (K, worms, N, N))
+// and "W" (shape (K, |support|)), and the fast paths StateLogLiker,
+// SwapDeltaer and Conjugate (see Sites; Collapsed adds the Collapser).
+// Entries of P off worm j's candidate mask are ignored (taken as zero, as
+// they are in every Gumbel-Sinkhorn sample), so the products with P cost
+// O(nnz·N).
 type Model struct {
 	P *Problem
+
+	// SigmaW is the prior standard deviation σ_W of each non-zero entry of
+	// W; NewModel sets DefaultSettings().SigmaW.
+	SigmaW float64
 
 	sxx  []*f64.Packed // full (both triangles) Sxx per worm, packed for f64.Gemm
 	trYY []float64     // tr Syy per worm
@@ -202,11 +208,14 @@ type Model struct {
 	// wRowCol[r] at support indices wRowX[r]; for column c the rows
 	// wColRow[c] at support indices wColX[c].
 	wRowCol, wRowX, wColRow, wColX [][]int
+
+	cacheMu sync.Mutex
+	cache   map[*models.State]*fastState // the fast paths' dense W per state
 }
 
 // NewModel returns the model of p.
 func NewModel(p *Problem) *Model {
-	m := &Model{P: p}
+	m := &Model{P: p, SigmaW: DefaultSettings().SigmaW}
 	n := p.N()
 	for _, s := range p.Stats {
 		full := mat.NewDense(n, n, nil)
@@ -279,22 +288,6 @@ func weightRowSums(dst, src []float64, n int, idx, xs [][]int, w, scratch []floa
 			k[t] = w[x]
 		}
 	})
-}
-
-// LogLik implements vi.Model.
-func (m *Model) LogLik(t *ad.Tape, z vi.Sample) *ad.Var {
-	pv, wv := z["P"], z["W"]
-	if pv == nil || wv == nil {
-		t.Fail(fmt.Errorf("celegans: Model.LogLik: need samples for sites P and W"))
-		return t.ConstScalar(math.NaN())
-	}
-	n, b, e := m.P.N(), m.P.Worms(), len(m.P.support)
-	ps, ws := pv.Shape(), wv.Shape()
-	if len(ps) != 4 || ps[1] != b || ps[2] != n || ps[3] != n || len(ws) != 2 || ws[1] != e || ws[0] != ps[0] {
-		t.Fail(fmt.Errorf("celegans: Model.LogLik: P has shape %v and W %v; want (K, %d, %d, %d) and (K, %d)", ps, ws, b, n, n, e))
-		return t.ConstScalar(math.NaN())
-	}
-	return m.logLikOp(t, pv, wv, ps[0])
 }
 
 // pairState holds the buffers of one (sample, worm) term of the likelihood.

@@ -71,7 +71,7 @@ func TestModelMatchesStatsLogLik(t *testing.T) {
 	wt := ad.Zeros(2, len(wvec))
 	copy(wt.Data, wvec)
 	copy(wt.Data[len(wvec):], wvec)
-	ll := m.LogLik(tp, vi.Sample{"P": tp.Const(pt), "W": tp.Const(wt)})
+	ll := viModel(t, m).LogLik(tp, vi.Sample{"P": tp.Const(pt), "W": tp.Const(wt)})
 	require.NoError(t, tp.Err())
 	for k := 0; k < 2; k++ {
 		want := 0.0
@@ -88,6 +88,14 @@ func TestModelMatchesStatsLogLik(t *testing.T) {
 		assert.InDelta(t, want, ll.Value()[k], 1e-8*abs(want))
 	}
 	assert.Greater(t, ll.Value()[0], ll.Value()[1], "the truth is more likely than random labels")
+}
+
+// viModel returns m as the variational methods see it.
+func viModel(t *testing.T, m *Model) vi.Model {
+	t.Helper()
+	vm, err := m.VI()
+	require.NoError(t, err)
+	return vm
 }
 
 func abs(x float64) float64 {
@@ -110,10 +118,11 @@ func TestModelGradient(t *testing.T) {
 	for i := range wt.Data {
 		wt.Data[i] = rng.NormFloat64() * 0.3
 	}
+	vm := viModel(t, m)
 	// The log-likelihood is a quartic in (P, W) with terms of size ~1e3:
 	// central differences with h = 1e-6 are accurate to ~1e-7 relative.
 	require.NoError(t, ad.GradCheck{Tol: 1e-5}.Check(func(tp *ad.Tape, xs []*ad.Var) *ad.Var {
-		return m.LogLik(tp, vi.Sample{"P": xs[0], "W": xs[1]})
+		return vm.LogLik(tp, vi.Sample{"P": xs[0], "W": xs[1]})
 	}, pt, wt))
 }
 
@@ -121,9 +130,10 @@ func TestModelBadInput(t *testing.T) {
 	p, _ := smallProblem(t, 6, 1, 0, 1, 2)
 	m := NewModel(p)
 	tp := ad.NewTape()
-	m.LogLik(tp, vi.Sample{"P": tp.Const(ad.Zeros(1, 1, 5, 5)), "W": tp.Const(ad.Zeros(1, len(p.Support())))})
+	vm := viModel(t, m)
+	vm.LogLik(tp, vi.Sample{"P": tp.Const(ad.Zeros(1, 1, 5, 5)), "W": tp.Const(ad.Zeros(1, len(p.Support())))})
 	require.Error(t, tp.Err())
 	tp.Reset()
-	m.LogLik(tp, vi.Sample{})
+	vm.LogLik(tp, vi.Sample{})
 	require.Error(t, tp.Err())
 }

@@ -178,8 +178,8 @@ func CheckFastPaths(m Model, trials int, seed uint64, tol float64) error {
 				continue
 			}
 			i, j := free[rng.IntN(len(free))], free[rng.IntN(len(free))]
-			if i == j {
-				continue
+			if q := s.Perms[ps.Name][b]; i == j || !ps.Masks[b].Allowed(i, q[j]) || !ps.Masks[b].Allowed(j, q[i]) {
+				continue // the swap leaves the support: no engine proposes it
 			}
 			d, err := sd.SwapDelta(s, ps.Name, b, i, j)
 			if err != nil {

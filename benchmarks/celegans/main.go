@@ -257,7 +257,7 @@ type stepper struct {
 	wg     *vi.Normal
 	guides []vi.Guide
 	params []*ad.Param
-	model  *celegans.Model
+	model  vi.Model
 	opt    *optim.Adam
 	tape   *ad.Tape
 	index  int
@@ -288,8 +288,12 @@ func newStepper(c config, p *celegans.Problem, masks []*perm.Mask) (*stepper, er
 	if err != nil {
 		return nil, err
 	}
+	model, err := celegans.NewModel(p).VI()
+	if err != nil {
+		return nil, err
+	}
 	return &stepper{c: c, p: p, pg: pg, wg: wg, guides: []vi.Guide{pg, wg}, params: params,
-		model: celegans.NewModel(p), opt: opt, tape: ad.NewTape()}, nil
+		model: model, opt: opt, tape: ad.NewTape()}, nil
 }
 
 // step is one ELBO gradient step, as vi.Fit takes it.
