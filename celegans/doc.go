@@ -45,6 +45,24 @@
 // and random known neurons per worm. PositionMasks and CandidateWidth build
 // the candidate constraints.
 //
+// # The model
+//
+// Model is a models.Model, written once: the permutation site "P" (one
+// permutation per worm, restricted by its candidate mask, the known neurons
+// fixed, a uniform prior) and the real site "W" (the entries of W on the
+// connectome's support, independent N(0, σ_W²) priors), and LogLik, the
+// fused sufficient-statistics op (see Model). Its fast paths are that same
+// likelihood in other forms, found by the engines by type assertion and
+// tested equal to LogLik (models.CheckFastPaths): the value at an exact
+// state, the O(N) change of a swap, and the exact Gibbs draw of W given the
+// permutations. Collapsed adds W integrated out analytically, so that
+// models.Exact can enumerate small problems. So vi.FitModel and
+// mcmc.RunModel run it as they run any model (see ExampleModel), and the
+// methods below, which add what the paper's tables need (a wall-clock
+// budget, restarts, accuracy traces), build their guides and kernels from
+// the same sites: the W guide's prior and the Gibbs kernel's prior are the
+// W site's.
+//
 // # Methods
 //
 // Solve runs one of Methods on a Problem: Gumbel-Sinkhorn variational
