@@ -478,14 +478,17 @@ func (s Settings) of(m Method) any {
 	case Rounding:
 		return struct {
 			variational
-			RoundTau, RoundNoise, PriorStd float64
-		}{v, s.RoundTau, s.RoundNoise, s.PriorStd}
+			RoundTau, RoundNoise, PriorStd, RoundLR float64
+		}{v, s.RoundTau, s.RoundNoise, s.PriorStd, s.RoundLR}
 	default: // MCMC
 		return struct {
 			common
-			Sweeps int
-			SigmaW float64
-		}{c, s.Sweeps, s.SigmaW}
+			Sweeps       int
+			SigmaW       float64
+			Chains, Thin int
+			Estimator    string
+			BlockMoves   int
+		}{c, s.Sweeps, s.SigmaW, s.Chains, s.Thin, s.Estimator, s.BlockMoves}
 	}
 }
 

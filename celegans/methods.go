@@ -72,8 +72,23 @@ type Settings struct {
 	RoundNoise float64 // initial noise scale of Ψ
 	PriorStd   float64 // standard deviation of each component of the entry prior
 
+	// Rounding VI's learning rate; 0 means LR.
+	RoundLR float64
+
 	// MCMC.
-	Sweeps int // sweeps at most (a sweep: Gibbs on W, then swap proposals on every worm)
+	Sweeps int // sweeps at most per chain (a sweep: Gibbs on W, then swap proposals on every worm)
+	// Chains is the number of chains, run in parallel (one per core) and
+	// pooled for the estimate; 0 means 1.
+	Chains int
+	// Thin is the number of sweeps between recorded draws; 0 means 10.
+	Thin int
+	// Estimator says which recorded draws give the estimate: EstimateHalf
+	// ("" means it), EstimateTail or EstimateBest.
+	Estimator string
+	// BlockMoves is the number of block proposals (up to 4 rows
+	// rearranged at once, mcmc.BlockMH) per worm and sweep, after the
+	// swaps; 0 means none.
+	BlockMoves int
 
 	// TraceEvery, if > 0, records the accuracy every TraceEvery steps or
 	// sweeps (needs ground truth), for accuracy-against-time figures.
@@ -100,8 +115,12 @@ func (s Settings) validate() error {
 		return fmt.Errorf("celegans: LR, Tau, TauPrior, SigmaW and WStd0 must be > 0")
 	case s.PlateauWindow < 0 || s.PlateauWindow == 1:
 		return fmt.Errorf("celegans: PlateauWindow must be 0 (no restarts) or >= 2, got %d", s.PlateauWindow)
-	case !(s.RoundTau > 0 && s.RoundTau <= 1), !(s.RoundNoise > 0), !(s.PriorStd > 0):
-		return fmt.Errorf("celegans: need 0 < RoundTau <= 1, RoundNoise > 0, PriorStd > 0")
+	case !(s.RoundTau > 0 && s.RoundTau <= 1), !(s.RoundNoise > 0), !(s.PriorStd > 0), !(s.RoundLR >= 0):
+		return fmt.Errorf("celegans: need 0 < RoundTau <= 1, RoundNoise > 0, PriorStd > 0, RoundLR >= 0")
+	case s.Chains < 0 || s.Thin < 0 || s.BlockMoves < 0:
+		return fmt.Errorf("celegans: Chains, Thin and BlockMoves must be >= 0, got %d, %d, %d", s.Chains, s.Thin, s.BlockMoves)
+	case s.Estimator != "" && !slices.Contains(estimators, s.Estimator):
+		return fmt.Errorf("celegans: unknown MCMC estimator %q (want one of %v)", s.Estimator, estimators)
 	}
 	return nil
 }
@@ -120,9 +139,16 @@ type Outcome struct {
 	Accuracy        float64     // over all neurons (NaN without truth)
 	AccuracyUnknown float64     // over the neurons not known beforehand
 	Elapsed         time.Duration
-	Iterations      int // steps (VI) or sweeps (MCMC) completed, over all fits
+	Iterations      int // steps (VI, over all fits) or sweeps (MCMC, of the first chain) completed
 	Fits            int // variational fits run: more than 1 after restarts (0 for MCMC)
 	Trace           []TracePoint
+
+	// MCMC only: sweeps over all chains, and the rank-normalised split R̂
+	// and effective sample size of the log-likelihood trace over the draws
+	// the estimate used (NaN for the variational methods, or with too few
+	// draws).
+	Sweeps    int
+	RHat, ESS float64
 }
 
 // Solve runs method m on p with settings s and seed, and estimates each
@@ -339,6 +365,7 @@ func solveGS(ctx context.Context, p *Problem, s Settings, seed uint64, noReg boo
 				return sum, nil
 			},
 			maxSamples: s.Mean,
+			lr:         s.LR,
 		}, nil
 	}
 	return fitVI(ctx, p, s, seed, newFit, s.PlateauWindow, c)
@@ -351,7 +378,11 @@ func solveRounding(ctx context.Context, p *Problem, s Settings, seed uint64, c c
 			return nil, err
 		}
 		final := func(int, func(int) bool) ([]*mat.Dense, error) { return pg.Mean() }
-		return &viFit{guide: pg, scores: pg.Mean, final: final, maxSamples: 1}, nil
+		lr := s.LR
+		if s.RoundLR > 0 {
+			lr = s.RoundLR
+		}
+		return &viFit{guide: pg, scores: pg.Mean, final: final, maxSamples: 1, lr: lr}, nil
 	}
 	return fitVI(ctx, p, s, seed, newFit, 0, c)
 }
@@ -367,6 +398,7 @@ type viFit struct {
 	scores     func() ([]*mat.Dense, error)
 	final      func(steps int, more func(samples int) bool) ([]*mat.Dense, error)
 	maxSamples int
+	lr         float64 // Adam's learning rate
 
 	steps int     // steps done
 	elbo  float64 // mean ELBO estimate over the last window of steps
@@ -432,7 +464,7 @@ func fitVI(ctx context.Context, p *Problem, s Settings, seed uint64, newFit func
 		// Until the first step is timed, only the reserve is known.
 		attemptCtx, stop := c.until(ctx, plan.reserve)
 		timeUp := false
-		opts := vi.Options{Steps: s.Steps - used, K: s.K, LR: optim.Constant(s.LR), Seed: attemptSeed(seed, attempt)}
+		opts := vi.Options{Steps: s.Steps - used, K: s.K, LR: optim.Constant(f.lr), Seed: attemptSeed(seed, attempt)}
 		if tracing || plateau != nil || c.limited() {
 			onStep := func(pr vi.Progress) {
 				if plateau != nil && plateau.Add(pr.ELBO) {
@@ -504,7 +536,7 @@ func fitVI(ctx context.Context, p *Problem, s Settings, seed uint64, newFit func
 	if tr.every > 0 {
 		tr.add(perms)
 	}
-	return &Outcome{Perms: perms, Iterations: used, Fits: fits, Trace: tr.pts}, nil
+	return &Outcome{Perms: perms, Iterations: used, Fits: fits, Trace: tr.pts, RHat: math.NaN(), ESS: math.NaN()}, nil
 }
 
 // finalPlan is how a variational run with a budget ends: the measured
