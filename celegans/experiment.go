@@ -317,6 +317,12 @@ type Record struct {
 	Trace           []TraceRecord `json:"trace,omitempty"`
 	Error           string        `json:"error,omitempty"`
 
+	// MCMC only: sweeps over all chains, and split R̂ and ESS of the
+	// log-likelihood trace (absent where they could not be computed).
+	Sweeps int     `json:"sweeps,omitempty"`
+	RHat   float64 `json:"rhat,omitempty"`
+	ESS    float64 `json:"ess,omitempty"`
+
 	// Config identifies the configuration (connectome, T, method, the
 	// method's settings, cell); only records with the current one are
 	// reused.
@@ -712,6 +718,13 @@ func newRecord(c plannedCell, seed int, m Method, p *Problem, out *Outcome, err 
 	r.ElapsedSec = out.Elapsed.Seconds()
 	r.Iterations = out.Iterations
 	r.Fits = out.Fits
+	r.Sweeps = out.Sweeps
+	if !math.IsNaN(out.RHat) && !math.IsInf(out.RHat, 0) {
+		r.RHat = out.RHat
+	}
+	if !math.IsNaN(out.ESS) && !math.IsInf(out.ESS, 0) {
+		r.ESS = out.ESS
+	}
 	for _, tp := range out.Trace {
 		if math.IsNaN(tp.Accuracy) || math.IsNaN(tp.AccuracyUnknown) {
 			continue

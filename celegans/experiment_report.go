@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"math"
 	"path/filepath"
+	"sort"
 	"strings"
 	"time"
 
@@ -64,6 +65,18 @@ type Entry struct {
 	ElapsedSec        float64  `json:"elapsed_s"`  // mean wall time per run
 	Iterations        float64  `json:"iterations"` // mean VI steps or MCMC sweeps per run
 	Paper             *float64 `json:"paper,omitempty"`
+
+	// MCMC: the worst (largest) split R̂ and the smallest ESS over the
+	// runs that report them.
+	RHatMax *float64 `json:"rhat_max,omitempty"`
+	ESSMin  *float64 `json:"ess_min,omitempty"`
+
+	// With accuracy traces and a paper value: how many runs reached the
+	// paper's accuracy (over all neurons) and the median time at which
+	// they first did.
+	Traced       int      `json:"traced,omitempty"`
+	Reached      int      `json:"reached,omitempty"`
+	ReachMedianS *float64 `json:"reach_median_s,omitempty"`
 }
 
 // Entry returns the entry of method m on the cell with the given key.
@@ -147,10 +160,46 @@ func entryOf(c Cell, m Method, recs []*Record) Entry {
 	e := Entry{Cell: c.Key(), Method: m, Runs: len(recs), ElapsedSec: sec / n, Iterations: it / n}
 	e.Accuracy, e.AccuracySD = meanSD(acc)
 	e.AccuracyUnknown, e.AccuracyUnknownSD = meanSD(unk)
+	var reach []float64
+	for _, r := range recs {
+		if r.RHat > 0 && (e.RHatMax == nil || r.RHat > *e.RHatMax) {
+			v := r.RHat
+			e.RHatMax = &v
+		}
+		if r.ESS > 0 && (e.ESSMin == nil || r.ESS < *e.ESSMin) {
+			v := r.ESS
+			e.ESSMin = &v
+		}
+	}
 	if v, ok := c.Paper[m]; ok {
 		e.Paper = &v
+		for _, r := range recs {
+			if len(r.Trace) == 0 {
+				continue
+			}
+			e.Traced++
+			if t, ok := firstReach(r.Trace, v); ok {
+				reach = append(reach, t)
+			}
+		}
+	}
+	if e.Reached = len(reach); e.Reached > 0 {
+		sort.Float64s(reach)
+		med := stat.Quantile(0.5, stat.Empirical, reach, nil)
+		e.ReachMedianS = &med
 	}
 	return e
+}
+
+// firstReach returns the time of the first trace point whose accuracy over
+// all neurons is at least target.
+func firstReach(trace []TraceRecord, target float64) (float64, bool) {
+	for _, tp := range trace {
+		if tp.Accuracy >= target {
+			return tp.Sec, true
+		}
+	}
+	return 0, false
 }
 
 func meanSD(x []float64) (mean, sd float64) {
@@ -239,6 +288,27 @@ func (s *Summary) Markdown() string {
 		s.writeTable(&b, cells, func(e Entry) string {
 			return fmt.Sprintf("%.1f / %.0f", e.ElapsedSec, e.Iterations)
 		}, false)
+		if s.has(cells, func(e Entry) bool { return e.RHatMax != nil }) {
+			fmt.Fprintf(&b, "\n### %s: MCMC diagnostics, worst split R̂ / smallest ESS of the log likelihood over seeds\n\n", tableTitle(id))
+			s.writeTable(&b, cells, func(e Entry) string {
+				if e.RHatMax == nil || e.ESSMin == nil {
+					return "–"
+				}
+				return fmt.Sprintf("%.2f / %.0f", *e.RHatMax, *e.ESSMin)
+			}, false)
+		}
+		if s.has(cells, func(e Entry) bool { return e.Traced > 0 }) {
+			fmt.Fprintf(&b, "\n### %s: median time (s) to first reach the paper's accuracy (all neurons), runs that reached it / runs traced\n\n", tableTitle(id))
+			s.writeTable(&b, cells, func(e Entry) string {
+				if e.Traced == 0 {
+					return "–"
+				}
+				if e.ReachMedianS == nil {
+					return fmt.Sprintf("never (0/%d)", e.Traced)
+				}
+				return fmt.Sprintf("%.1f (%d/%d)", *e.ReachMedianS, e.Reached, e.Traced)
+			}, false)
+		}
 	}
 
 	b.WriteString("\nCells:\n")
@@ -259,6 +329,18 @@ func (s *Summary) Markdown() string {
 		fmt.Fprintf(&b, "\n%d runs of the grid are not done yet; run again with the same output directory to finish them.\n", s.Missing)
 	}
 	return b.String()
+}
+
+// has reports whether some entry of the cells satisfies f.
+func (s *Summary) has(cells []CellInfo, f func(Entry) bool) bool {
+	for _, c := range cells {
+		for _, m := range s.Methods {
+			if e, ok := s.Entry(c.Key, m); ok && f(e) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 func (s *Summary) writeTable(b *strings.Builder, cells []CellInfo, format func(Entry) string, paper bool) {

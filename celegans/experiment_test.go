@@ -525,3 +525,35 @@ func TestExperimentSolve(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, sum.Entries, sum2.Entries)
 }
+
+// The report's derived figures: the worst R̂ and smallest ESS over seeds,
+// and the median time at which traced runs first reach the paper's value.
+func TestEntryDiagnosticsAndReach(t *testing.T) {
+	cell := Table3Cells()[0] // paper: Gumbel-Sinkhorn .97 on 40% easy
+	paper := cell.Paper[GumbelSinkhorn]
+	tr := func(secs ...float64) []TraceRecord {
+		var out []TraceRecord
+		for i, s := range secs {
+			out = append(out, TraceRecord{Sec: s, Accuracy: paper - 0.1 + 0.05*float64(i)})
+		}
+		return out
+	}
+	recs := []*Record{
+		{Accuracy: 0.99, Trace: tr(1, 2, 3, 4)}, // reaches paper at the third point: 3 s
+		{Accuracy: 0.98, Trace: tr(1, 5, 7)},    // at 7 s
+		{Accuracy: 0.90, Trace: tr(1, 2)},       // never
+		{Accuracy: 0.97},                        // no trace
+	}
+	e := entryOf(cell, GumbelSinkhorn, recs)
+	assert.Equal(t, 3, e.Traced)
+	assert.Equal(t, 2, e.Reached)
+	require.NotNil(t, e.ReachMedianS)
+	assert.InDelta(t, 3, *e.ReachMedianS, 1e-12) // stat.Empirical: the lower of the two middle values
+	assert.Nil(t, e.RHatMax)
+
+	mc := entryOf(cell, MCMC, []*Record{{RHat: 1.02, ESS: 300}, {RHat: 1.3, ESS: 40}, {}})
+	require.NotNil(t, mc.RHatMax)
+	require.NotNil(t, mc.ESSMin)
+	assert.Equal(t, 1.3, *mc.RHatMax)
+	assert.Equal(t, 40.0, *mc.ESSMin)
+}
