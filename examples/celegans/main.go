@@ -77,6 +77,11 @@ results file in -out (which must be shared storage), and a run without
                              disjoint cores (-cores-per-worker each), then
                              collect
 
+Tuning: -tune FILE runs a grid of settings variants on tuning seeds, each
+as its own experiment in -out/tune/<name>, and writes the tuning table to
+-out/tuning.md (celegans/tuning/README.md; the committed grid of the
+baselines is celegans/tuning/baselines.json).
+
 Give every run exclusive cores: budgets are wall-clock. See deploy/ for a
 Kubernetes Indexed Job and a Slurm array script.
 
@@ -90,6 +95,7 @@ type options struct {
 	budget                                                time.Duration
 	shard                                                 string
 	shards, workers, perWork                              int
+	tune                                                  string
 	// hyper holds the method hyperparameters, one flag each, starting from
 	// celegans.DefaultSettings (the settings of the reported tables).
 	hyper celegans.Settings
@@ -136,6 +142,13 @@ func newFlags(o *options, out io.Writer) *flag.FlagSet {
 	fs.Float64Var(&h.RoundTau, "round-tau", def.RoundTau, "rounding VI: interpolation towards the rounded permutation, in (0, 1]")
 	fs.Float64Var(&h.RoundNoise, "round-noise", def.RoundNoise, "rounding VI: initial noise scale of Ψ")
 	fs.Float64Var(&h.PriorStd, "prior-std", def.PriorStd, "rounding VI: standard deviation of each component of the entry prior")
+	fs.Float64Var(&h.RoundLR, "round-lr", def.RoundLR, "rounding VI: Adam learning rate (0: -lr)")
+	fs.IntVar(&h.Chains, "chains", def.Chains, "MCMC: chains, run in parallel and pooled (0: 1)")
+	fs.IntVar(&h.Thin, "thin", def.Thin, "MCMC: sweeps between recorded draws (0: 10)")
+	fs.StringVar(&h.Estimator, "estimator", def.Estimator, "MCMC: which draws give the estimate: half (second half, the default), tail (last 90%) or best (highest likelihood)")
+	fs.IntVar(&h.BlockMoves, "block-moves", def.BlockMoves, "MCMC: block proposals (up to 4 rows) per worm and sweep (0: none)")
+
+	fs.StringVar(&o.tune, "tune", "", "run the tuning grid of this JSON `file` (see celegans/tuning/README.md): one experiment per variant in -out/tune/<name>, then the tuning table")
 	return fs
 }
 
@@ -298,6 +311,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if fs.NArg() > 0 {
 		fmt.Fprintf(stderr, "celegans: unexpected arguments %q (see -h)\n", fs.Args())
 		return 2
+	}
+	if o.tune != "" {
+		return runTuning(ctx, &o, fs, stdout, stderr)
 	}
 	e, err := o.experiment(stderr)
 	if err != nil {
