@@ -250,4 +250,3 @@ func tuningMarkdown(g *Grid, rows []TuneRow) string {
 }
 
 func sortedKeys[V any](m map[string]V) []string { return slices.Sorted(maps.Keys(m)) }
-
