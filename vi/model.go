@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"runtime"
 	"sort"
+	"sync"
 	"time"
 
 	"github.com/permlab/permlab/ad"
@@ -97,6 +99,12 @@ type ModelOptions struct {
 	// initialisations (multi-start); the one with the highest fresh ELBO
 	// estimate is kept. Default 1.
 	Starts int
+	// Workers is the number of fits run at once when Starts > 1 and there
+	// are no restarts; 0 means GOMAXPROCS. The fits are independent and
+	// their seeds depend on their index only, so the result does not
+	// depend on Workers; the model's LogLik must then be safe for
+	// concurrent use with different tapes (as mcmc.RunModel requires too).
+	Workers int
 	// Restart, if its Window is > 0, ends a fit early once its ELBO stops
 	// improving and spends the steps saved on further fits.
 	Restart Restart
@@ -116,7 +124,8 @@ type ModelOptions struct {
 	CheckpointEvery int
 
 	// Progress, if set, is called after every ProgressEvery steps (default
-	// 100) of every fit, and after the last step of each.
+	// 100) of every fit, and after the last step of each; never by two
+	// fits at once.
 	Progress      func(ModelProgress)
 	ProgressEvery int
 }
@@ -274,6 +283,8 @@ func (o *ModelOptions) setDefaults() error {
 		return fmt.Errorf("vi: FitModel: Iters must be >= 1, got %d", o.Iters)
 	case o.Starts < 1:
 		return fmt.Errorf("vi: FitModel: Starts must be >= 1, got %d", o.Starts)
+	case o.Workers < 0:
+		return fmt.Errorf("vi: FitModel: Workers must be >= 0, got %d", o.Workers)
 	case o.ELBOSamples < 2:
 		return fmt.Errorf("vi: FitModel: ELBOSamples must be >= 2, got %d", o.ELBOSamples)
 	case o.PosteriorDraws < 1:
@@ -341,6 +352,9 @@ type fitRun struct {
 // budget Starts·Steps allows.
 func (p *modelPlan) run(ctx context.Context, m Model) ([]*fitRun, error) {
 	o := p.o
+	if o.Restart.Window == 0 && o.Starts > 1 {
+		return p.runParallel(ctx, m)
+	}
 	budget := o.Starts * o.Steps
 	var runs []*fitRun
 	used := 0
@@ -362,6 +376,60 @@ func (p *modelPlan) run(ctx context.Context, m Model) ([]*fitRun, error) {
 		used += r.steps
 		if o.Restart.Window == 0 && len(runs) == o.Starts || used >= budget {
 			break
+		}
+	}
+	return runs, nil
+}
+
+// runParallel runs the Starts independent fits on up to Workers
+// goroutines, each with its own guides, tape and random streams, and
+// returns them in index order; the first error by index wins.
+func (p *modelPlan) runParallel(ctx context.Context, m Model) ([]*fitRun, error) {
+	o := p.o
+	workers := o.Workers
+	if workers == 0 {
+		workers = runtime.GOMAXPROCS(0)
+	}
+	workers = min(workers, o.Starts)
+	if f := o.Progress; f != nil && workers > 1 {
+		var mu sync.Mutex
+		p.o.Progress = func(mp ModelProgress) { // serialized, as documented
+			mu.Lock()
+			defer mu.Unlock()
+			f(mp)
+		}
+	}
+	runs := make([]*fitRun, o.Starts)
+	errs := make([]error, o.Starts)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var wg sync.WaitGroup
+	next := make(chan int)
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				runs[i], errs[i] = p.fit(ctx, m, i, o.Steps)
+				if errs[i] != nil {
+					cancel()
+				}
+			}
+		}()
+	}
+	for i := range o.Starts {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil && !errors.Is(err, context.Canceled) {
+			return nil, err
+		}
+	}
+	for _, err := range errs {
+		if err != nil {
+			return nil, err
 		}
 	}
 	return runs, nil
