@@ -50,6 +50,9 @@ type CellInfo struct {
 	Nu             float64 `json:"nu"`
 	MeanCandidates float64 `json:"mean_candidates"` // MeanCandidates(Nu), no known neurons
 	Target         float64 `json:"target_candidates,omitempty"`
+	// Configs is the fingerprint of each method's runs on the cell, by
+	// which Report picks the records of this grid from the results files.
+	Configs map[Method]string `json:"configs,omitempty"`
 }
 
 // Entry is the mean and standard deviation over seeds of one method on one
@@ -94,20 +97,30 @@ func (s *Summary) Entry(cell string, m Method) (Entry, bool) {
 func (s *Summary) Records() []*Record { return s.records }
 
 func (e *Experiment) summarize(cells []plannedCell, done map[Task]*Record, failures []*Record) *Summary {
-	s := &Summary{
+	return summarize(&Summary{
 		Connectome: e.ConnectomeName, Neurons: e.Connectome.N(), Edges: e.Connectome.Edges(),
 		T: e.T, Seeds: e.Seeds, SeedStart: e.SeedStart, Budget: e.Settings.Budget, Settings: e.Settings,
 		Methods: append([]Method(nil), e.Methods...),
+	}, cells, done, failures)
+}
+
+// summarize fills s, whose header fields (connectome, seeds, settings,
+// methods) are set, with the entries of the grid's cells from the records.
+func summarize(s *Summary, cells []plannedCell, done map[Task]*Record, failures []*Record) *Summary {
+	seeds := make([]int, s.Seeds)
+	for i := range seeds {
+		seeds[i] = s.SeedStart + i
 	}
 	inGrid := make(map[Task]bool)
 	for _, c := range cells {
 		s.Cells = append(s.Cells, CellInfo{
 			Key: c.Key(), Table: c.Table, Label: c.Label, Header: c.title(),
 			Worms: c.Worms, Known: c.Known, Nu: c.nu, MeanCandidates: c.mean, Target: c.Candidates,
+			Configs: c.config,
 		})
-		for _, m := range e.Methods {
+		for _, m := range s.Methods {
 			var recs []*Record
-			for _, seed := range e.seeds() {
+			for _, seed := range seeds {
 				t := Task{Cell: c.Key(), Seed: seed, Method: m}
 				inGrid[t] = true
 				if r := done[t]; r != nil {
@@ -121,8 +134,8 @@ func (e *Experiment) summarize(cells []plannedCell, done map[Task]*Record, failu
 		}
 	}
 	for _, c := range cells {
-		for _, seed := range e.seeds() {
-			for _, m := range e.Methods {
+		for _, seed := range seeds {
+			for _, m := range s.Methods {
 				if r := done[Task{Cell: c.Key(), Seed: seed, Method: m}]; r != nil {
 					s.records = append(s.records, r)
 				}

@@ -13,6 +13,9 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // The test binary doubles as a worker: with COMPARE_TEST_WORKER=1 in its
@@ -422,4 +425,37 @@ func TestWorkersRunShardsPinned(t *testing.T) {
 	if len(counts) != 18 {
 		t.Errorf("%d tasks done by the workers, want 18", len(counts))
 	}
+}
+
+// Collect recomputes a run's summary from its files alone: the same
+// records, stale configurations left out, nothing run.
+func TestCollect(t *testing.T) {
+	dir := t.TempDir()
+	g := testGrid(filepath.Join(t.TempDir(), "marker"))
+	run, err := Run(context.Background(), g, Options{Dir: dir, Worker: "w"})
+	require.NoError(t, err)
+	require.Len(t, run.Failures, 1, "the task that fails once")
+
+	bare := &Grid{Problems: g.Problems, Seeds: g.Seeds, Methods: g.Methods, Config: g.Config}
+	got, err := Collect(bare, dir)
+	require.NoError(t, err)
+	sameMetrics(t, got, run)
+	assert.Len(t, got.Failures, 1)
+	assert.Zero(t, got.Stale)
+
+	// Another configuration of m2: its records are stale.
+	v2 := *bare
+	v2.Config = func(p, m string) string {
+		if m == "m2" {
+			return "v2/m2"
+		}
+		return "v1/" + m
+	}
+	got, err = Collect(&v2, dir)
+	require.NoError(t, err)
+	assert.Equal(t, 9, got.Stale)
+	assert.Len(t, got.Records, 8) // m1 only, less the failed task
+
+	_, err = Collect(&Grid{}, dir)
+	assert.Error(t, err)
 }

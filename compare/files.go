@@ -3,6 +3,7 @@ package compare
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -169,3 +170,22 @@ func readDir(dir string) ([]*Record, error) {
 // ReadRecords returns every record of the results files in dir, in file
 // and line order, for reports made outside Run.
 func ReadRecords(dir string) ([]*Record, error) { return readDir(dir) }
+
+// Collect returns the summary of everything dir's results files hold for
+// the grid, by the same rules as Run (records whose configuration differs
+// are stale, the successful record that finished first wins), without
+// running anything: the report of a finished experiment, recomputed from
+// its files. The grid needs Problems, Seeds, Methods and Config only.
+func Collect(g *Grid, dir string) (*Summary, error) {
+	check := *g
+	check.Setup = func(context.Context, string, int) (any, error) { return nil, nil }
+	check.Solve = func(context.Context, any, Task) (Result, error) { return Result{}, nil }
+	if err := check.validate(); err != nil {
+		return nil, err
+	}
+	recs, err := readDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	return newState(g, recs).summary(), nil
+}

@@ -77,6 +77,10 @@ results file in -out (which must be shared storage), and a run without
                              disjoint cores (-cores-per-worker each), then
                              collect
 
+Report: -report DIR prints the tables of a finished experiment again,
+recomputed from the results files in DIR (and its summary.json), without
+running anything or reading the data.
+
 Tuning: -tune FILE runs a grid of settings variants on tuning seeds, each
 as its own experiment in -out/tune/<name>, and writes the tuning table to
 -out/tuning.md (celegans/tuning/README.md; the committed grid of the
@@ -95,7 +99,7 @@ type options struct {
 	budget                                                time.Duration
 	shard                                                 string
 	shards, workers, perWork                              int
-	tune                                                  string
+	tune, report                                          string
 	// hyper holds the method hyperparameters, one flag each, starting from
 	// celegans.DefaultSettings (the settings of the reported tables).
 	hyper celegans.Settings
@@ -148,6 +152,7 @@ func newFlags(o *options, out io.Writer) *flag.FlagSet {
 	fs.StringVar(&h.Estimator, "estimator", def.Estimator, "MCMC: which draws give the estimate: half (second half, the default), tail (last 90%) or best (highest likelihood)")
 	fs.IntVar(&h.BlockMoves, "block-moves", def.BlockMoves, "MCMC: block proposals (up to 4 rows) per worm and sweep (0: none)")
 
+	fs.StringVar(&o.report, "report", "", "print the report of the experiment in this `dir`ectory, recomputed from its results files and summary.json; runs nothing")
 	fs.StringVar(&o.tune, "tune", "", "run the tuning grid of this JSON `file` (see celegans/tuning/README.md): one experiment per variant in -out/tune/<name>, then the tuning table")
 	return fs
 }
@@ -311,6 +316,15 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if fs.NArg() > 0 {
 		fmt.Fprintf(stderr, "celegans: unexpected arguments %q (see -h)\n", fs.Args())
 		return 2
+	}
+	if o.report != "" {
+		sum, err := celegans.Report(o.report)
+		if err != nil {
+			fmt.Fprintln(stderr, "celegans:", err)
+			return 1
+		}
+		fmt.Fprint(stdout, sum.Markdown())
+		return 0
 	}
 	if o.tune != "" {
 		return runTuning(ctx, &o, fs, stdout, stderr)

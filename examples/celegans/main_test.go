@@ -179,3 +179,22 @@ func TestShardedRunAndCollect(t *testing.T) {
 		assert.Equal(t, 2, run(context.Background(), append(base, bad...), &stdout, &stderr), "%v", bad)
 	}
 }
+
+// -report prints a finished experiment's tables from its files alone.
+func TestReportFlag(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the real methods")
+	}
+	dir := t.TempDir()
+	args := []string{"-neurons", "40", "-table", "7", "-cells", "10c-1w", "-T", "100", "-budget", "0",
+		"-steps", "20", "-sweeps", "20", "-methods", "mcmc,rounding", "-out", dir}
+	var stdout, stderr bytes.Buffer
+	require.Equal(t, 0, run(context.Background(), args, &stdout, &stderr), stderr.String())
+	report, err := os.ReadFile(filepath.Join(dir, celegans.ReportFile))
+	require.NoError(t, err)
+
+	stdout.Reset()
+	require.Equal(t, 0, run(context.Background(), []string{"-report", dir}, &stdout, &stderr), stderr.String())
+	assert.Equal(t, string(report), stdout.String())
+	assert.Equal(t, 1, run(context.Background(), []string{"-report", t.TempDir()}, &stdout, &stderr))
+}
