@@ -1,0 +1,343 @@
+// Command vae compares the speed of one training step of permlab's
+// categorical VAE (models/vae) with the same step in PyTorch: forward pass,
+// backward pass and one Adam update, in float64, with the same number of
+// threads on each side (GOMAXPROCS; torch.set_num_threads,
+// OPENBLAS_NUM_THREADS and OMP_NUM_THREADS; OMP_WAIT_POLICY=PASSIVE, see
+// startPython).
+//
+// The network is models/vae's default, that of Jang et al. (2016): encoder
+// 784-512-256-200 and decoder 200-256-512-784 with ReLU, 20 latents of 10
+// classes, Bernoulli likelihood, Adam with learning rate 1e-3, batch 100.
+// Each of the three stochastic nodes (-estimator: gumbel-softmax, concrete,
+// gumbel-space) is a case; they share the decoder's input y = softmax((l +
+// g)/τ) and differ in the KL term. The Go step is vae.Model.LossNoise on one
+// ad.Tape, Backward and optim.Adam; the PyTorch side (vae_torch.py) writes the
+// same loss from the formulas of the models/vae documentation as tensor
+// operations, differentiates it by autograd and updates with
+// torch.optim.Adam.
+//
+// Both sides start from the same weights (vae.New from -seed, biases set to
+// small random values so that the check covers their gradients) and take
+// every step on the same batch of binary images with the same Gumbel noise.
+// Without -mnist the batch is synthetic, pixels Bernoulli(1/2) from the
+// seed: the time of a step does not depend on the pixel values. With
+// -mnist DIR it is the first -batch images of DIR/t10k-images-idx3-ubyte.gz,
+// binarized from the seed.
+//
+// The program writes the problem to a temporary directory as raw float64
+// files, starts vae_torch.py on it, and for each estimator
+//
+//   - checks that one step from the initial weights gives the same loss (to
+//     1e-10 relative), the same gradients and the same weights after the
+//     Adam update (to 1e-10 relative to each parameter's largest entry), and
+//     stops with an error otherwise;
+//   - times the step in interleaved blocks (harness.InterleaveBlocks: a
+//     block of -steps Go steps, a block of -steps PyTorch steps, alternating
+//     which goes first, the first step of each block untimed), and prints
+//     the median wall and CPU times per step, their ratio, and the achieved
+//     GFLOP/s against the machine's peak.
+//
+// Run it from the repository root:
+//
+//	go run ./benchmarks/vae -threads 1
+//	go run ./benchmarks/vae -threads 2
+//
+// Without python3 or torch the program says so and times Go alone.
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log"
+	"math"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/permlab/permlab/ad"
+	"github.com/permlab/permlab/benchmarks/internal/harness"
+	"github.com/permlab/permlab/models/vae"
+)
+
+// config is the benchmark's protocol.
+type config struct {
+	estimators            []vae.Estimator
+	threads               int
+	batch                 int
+	tau, tauPrior         float64
+	warmup, rounds, steps int
+	seed                  uint64
+	mnist                 string
+	python, script        string
+}
+
+func main() {
+	var c config
+	var ests string
+	flag.StringVar(&ests, "estimator", "all", "comma-separated estimators (gumbel-softmax, concrete, gumbel-space) or all")
+	flag.IntVar(&c.threads, "threads", 1, "threads on each side (GOMAXPROCS, torch.set_num_threads)")
+	flag.IntVar(&c.batch, "batch", 100, "images per step")
+	flag.Float64Var(&c.tau, "tau", 1, "temperature τ (the schedule's start; the floor is 0.5)")
+	flag.Float64Var(&c.tauPrior, "prior-tau", 0, "prior temperature for concrete and gumbel-space (0: τ)")
+	flag.IntVar(&c.warmup, "warmup", 1, "untimed rounds")
+	flag.IntVar(&c.rounds, "rounds", 6, "timed rounds")
+	flag.IntVar(&c.steps, "steps", 4, "steps per block (the first of each block is not timed)")
+	flag.Uint64Var(&c.seed, "seed", 1, "seed of weights, images and noise")
+	flag.StringVar(&c.mnist, "mnist", "", "folder with t10k-images-idx3-ubyte.gz (default: synthetic binary images)")
+	flag.StringVar(&c.python, "python", "/usr/bin/python3", "Python interpreter with torch")
+	flag.StringVar(&c.script, "script", filepath.Join("benchmarks", "vae", "vae_torch.py"), "reference script")
+	flag.Parse()
+	log.SetFlags(0)
+	var err error
+	if c.estimators, err = parseEstimators(ests); err != nil {
+		log.Fatal("vae: ", err)
+	}
+	if err := run(c, os.Stdout); err != nil {
+		log.Fatal("vae: ", err)
+	}
+}
+
+// parseEstimators parses the -estimator flag.
+func parseEstimators(s string) ([]vae.Estimator, error) {
+	if s == "all" {
+		return []vae.Estimator{vae.GumbelSoftmax, vae.Concrete, vae.GumbelSpace}, nil
+	}
+	var out []vae.Estimator
+	for _, name := range strings.Split(s, ",") {
+		e, err := vae.ParseEstimator(strings.TrimSpace(name))
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, e)
+	}
+	return out, nil
+}
+
+// result is one estimator's measurement.
+type result struct {
+	p         *problem
+	goT       harness.Times
+	pyT       *harness.Times
+	agreement string
+}
+
+func run(c config, w io.Writer) error {
+	if c.threads < 1 || c.rounds < 1 || c.warmup < 0 || c.steps < 1 || c.batch < 1 || len(c.estimators) == 0 || c.tauPrior < 0 {
+		return fmt.Errorf("bad configuration %+v", c)
+	}
+	prev := runtime.GOMAXPROCS(c.threads)
+	defer runtime.GOMAXPROCS(prev)
+	problems := make([]*problem, len(c.estimators))
+	for i, e := range c.estimators {
+		p, err := newProblem(e, c.batch, c.tau, c.tauPrior, c.mnist, c.seed)
+		if err != nil {
+			return err
+		}
+		problems[i] = p
+	}
+	fmt.Fprintf(w, "One training step (forward, backward, Adam) of the categorical VAE, batch %d, float64, %d thread(s) on each side\n\n", c.batch, c.threads)
+	dir, err := os.MkdirTemp("", "permlab-vae-bench-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	// Every problem starts from the same weights, images and noise.
+	if err := writeProblem(dir, problems[0], c.estimators, c.threads); err != nil {
+		return err
+	}
+	py, why := startPython(c, dir)
+	if py == nil {
+		fmt.Fprintf(w, "PyTorch reference not run: %s\n", why)
+	} else {
+		defer py.Close()
+		fmt.Fprintf(w, "PyTorch %s, %d thread(s), %s\n", py.Torch, py.Threads, strings.Join(py.Env, " "))
+	}
+	results := make([]result, len(problems))
+	for i, p := range problems {
+		if results[i], err = measure(c, p, py, dir, w); err != nil {
+			return fmt.Errorf("%v: %w", p.est, err)
+		}
+	}
+	printTable(c, results, w)
+	return nil
+}
+
+// measure checks one estimator's step against PyTorch, if py is not nil,
+// and times it.
+func measure(c config, p *problem, py *harness.Python, dir string, w io.Writer) (result, error) {
+	r := result{p: p}
+	goStep := harness.Timed(func() error {
+		_, err := p.trainStep()
+		return err
+	})
+	if py == nil {
+		var err error
+		r.goT, err = harness.Measure(goStep, c.warmup*c.steps, c.rounds*c.steps)
+		return r, err
+	}
+	var ok struct {
+		OK    bool   `json:"ok"`
+		Error string `json:"error"`
+	}
+	if err := py.Call("reset "+p.est.String(), &ok); err != nil {
+		return r, err
+	}
+	if !ok.OK {
+		return r, fmt.Errorf("reference: reset: %s", ok.Error)
+	}
+	var err error
+	if r.agreement, err = compare(py, dir, p); err != nil {
+		return r, err
+	}
+	fmt.Fprintf(w, "%v: %s\n", p.est, r.agreement)
+	goT, pyT, err := harness.InterleaveBlocks(goStep, py.Step, c.warmup, c.rounds, c.steps, 0)
+	if err != nil {
+		return r, err
+	}
+	r.goT, r.pyT = goT, &pyT
+	return r, nil
+}
+
+// startPython starts the reference, or returns nil and the reason why not.
+func startPython(c config, dir string) (*harness.Python, string) {
+	if err := harness.CheckPython(c.python, c.script); err != nil {
+		return nil, err.Error()
+	}
+	// OPENBLAS_NUM_THREADS: Debian's torch calls a pthreads OpenBLAS that
+	// starts one thread per core whatever torch.set_num_threads says.
+	// OMP_WAIT_POLICY=PASSIVE: on a loaded machine OpenMP's default of
+	// spinning before sleeping slows PyTorch's multi-threaded steps several
+	// times (benchmarks/nn/results/threads2_omp_default.md); PyTorch gets
+	// the better policy.
+	g := strconv.Itoa(c.threads)
+	py, err := harness.StartPython(c.python, c.script, dir,
+		[]string{"OMP_NUM_THREADS=" + g, "OPENBLAS_NUM_THREADS=" + g, "MKL_NUM_THREADS=" + g, "OMP_WAIT_POLICY=PASSIVE"})
+	if err != nil {
+		return nil, fmt.Sprintf("%s %s did not start: %v (is torch installed?)", c.python, c.script, err)
+	}
+	return py, ""
+}
+
+// tolerance of the check: relative to the loss, and to each parameter's
+// largest gradient or weight. Both sides compute the same float64
+// expressions in different orders (blocked products, fused softmax), so
+// they differ by rounding: a few units of 1e-16 per operation, amplified by
+// at most the depth of the network.
+const tolerance = 1e-10
+
+// compare runs one step from the initial weights on both sides and compares
+// the loss, the gradients and the weights after the Adam update. It leaves
+// both sides one step further.
+func compare(py *harness.Python, dir string, p *problem) (string, error) {
+	params := p.model.Params()
+	loss, err := p.lossGrad()
+	if err != nil {
+		return "", err
+	}
+	var grads, after []float64
+	for _, q := range params {
+		grads = append(grads, q.Grad.Data...)
+	}
+	if err := p.opt.Step(p.lr); err != nil {
+		return "", err
+	}
+	for _, q := range params {
+		after = append(after, q.Value.Data...)
+	}
+	var res struct {
+		Loss  float64 `json:"loss"`
+		Error string  `json:"error"`
+	}
+	if err := py.Call("check", &res); err != nil {
+		return "", err
+	}
+	if res.Error != "" {
+		return "", errors.New("reference: " + res.Error)
+	}
+	tg, err := harness.ReadF64(filepath.Join(dir, "grad_torch.f64"), len(grads))
+	if err != nil {
+		return "", err
+	}
+	ta, err := harness.ReadF64(filepath.Join(dir, "after_torch.f64"), len(after))
+	if err != nil {
+		return "", err
+	}
+	dl := math.Abs(loss-res.Loss) / math.Abs(res.Loss)
+	dg := maxRelDiff(params, grads, tg)
+	da := maxRelDiff(params, after, ta)
+	line := fmt.Sprintf("agreement: loss %.1e, gradients %.1e, weights after Adam %.1e (relative; loss %.6g)", dl, dg, da, loss)
+	if !(dl <= tolerance && dg <= tolerance && da <= tolerance) {
+		return "", fmt.Errorf("Go and PyTorch disagree (loss %v against %v): %s", loss, res.Loss, line)
+	}
+	return line, nil
+}
+
+// maxRelDiff returns the largest difference between a and b, which hold the
+// parameters' entries one after the other, relative to the largest |b| of
+// the same parameter.
+func maxRelDiff(params []*ad.Param, a, b []float64) float64 {
+	worst, off := 0.0, 0
+	for _, q := range params {
+		m := q.Value.Size()
+		bs := b[off : off+m]
+		scale := math.Max(math.Abs(slices.Max(bs)), math.Abs(slices.Min(bs)))
+		for i, v := range a[off : off+m] {
+			d := math.Abs(v - bs[i])
+			if scale > 0 {
+				d /= scale
+			}
+			if math.IsNaN(d) {
+				d = math.Inf(1)
+			}
+			worst = math.Max(worst, d)
+		}
+		off += m
+	}
+	return worst
+}
+
+// printTable prints the medians, ratios and rates of the results.
+func printTable(c config, results []result, w io.Writer) {
+	peak, clock := harness.PeakGFLOPS(c.threads)
+	fmt.Fprintf(w, "\n| estimator | GFLOP/step | PyTorch wall (ms) | permlab wall (ms) | ratio wall | ratio CPU | permlab GFLOP/s (%% of peak) | PyTorch GFLOP/s |\n|---|---:|---:|---:|---:|---:|---:|---:|\n")
+	for _, r := range results {
+		gw, gc := harness.Median(r.goT.Wall), harness.Median(r.goT.CPU)
+		gf := r.p.flops / 1e9
+		goRate := gf / (gw / 1e3)
+		pw, ratioW, ratioC, pyRate := "–", "–", "–", "–"
+		if r.pyT != nil {
+			pwv, pcv := harness.Median(r.pyT.Wall), harness.Median(r.pyT.CPU)
+			pw = fmt.Sprintf("%.2f", pwv)
+			ratioW = fmt.Sprintf("%.2f×", pwv/gw)
+			ratioC = fmt.Sprintf("%.2f×", pcv/gc)
+			pyRate = fmt.Sprintf("%.1f", gf/(pwv/1e3))
+		}
+		ofPeak := "–"
+		if peak > 0 {
+			ofPeak = fmt.Sprintf("%.0f%%", 100*goRate/peak)
+		}
+		fmt.Fprintf(w, "| %v | %.3f | %s | %.2f | %s | %s | %.1f (%s) | %s |\n",
+			r.p.est, gf, pw, gw, ratioW, ratioC, goRate, ofPeak, pyRate)
+	}
+	p := results[0].p
+	fmt.Fprintf(w, "\nMedians of %d timed steps per side (%d rounds of blocks of %d, the first step of each block untimed) after %d warm-up round(s); load average %s on %d CPUs.\n",
+		c.rounds*max(c.steps-1, 1), c.rounds, c.steps, c.warmup, harness.LoadAvg(1), runtime.NumCPU())
+	fmt.Fprintf(w, "Ratios are PyTorch time / permlab time (above 1: permlab faster).\n")
+	fmt.Fprintf(w, "Peak %.1f GFLOP/s = %d core(s) × 16 flops/cycle (two 4-wide FMA units) × %.2f GHz (/proc/cpuinfo).\n", peak, c.threads, clock)
+	fmt.Fprintln(w, flopNote)
+	fmt.Fprintf(w, "Network %d-%s-%d and back, %d latents × %d classes, τ = %g, prior τ = %g, Adam lr %g; every step on the same batch of %s with the same Gumbel noise (seed %d).\n",
+		p.cfg.Input, joinInts(p.cfg.Hidden), p.cfg.Latents*p.cfg.Classes, p.cfg.Latents, p.cfg.Classes, p.tau, p.tauPrior, p.lr, p.source, c.seed)
+}
+
+func joinInts(v []int) string {
+	s := make([]string, len(v))
+	for i, x := range v {
+		s[i] = strconv.Itoa(x)
+	}
+	return strings.Join(s, "-")
+}
