@@ -84,7 +84,8 @@ running anything or reading the data.
 Tuning: -tune FILE runs a grid of settings variants on tuning seeds, each
 as its own experiment in -out/tune/<name>, and writes the tuning table to
 -out/tuning.md (celegans/tuning/README.md; the committed grid of the
-baselines is celegans/tuning/baselines.json).
+baselines is celegans/tuning/baselines.json). -tune FILE -report DIR prints
+that table again from the results files under DIR/tune, running nothing.
 
 Give every run exclusive cores: budgets are wall-clock. See deploy/ for a
 Kubernetes Indexed Job and a Slurm array script.
@@ -317,7 +318,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "celegans: unexpected arguments %q (see -h)\n", fs.Args())
 		return 2
 	}
-	if o.report != "" {
+	if o.report != "" && o.tune == "" {
 		sum, err := celegans.Report(o.report)
 		if err != nil {
 			fmt.Fprintln(stderr, "celegans:", err)

@@ -84,6 +84,11 @@ type TuneRow struct {
 	Mean        float64 `json:"mean"`
 	MeanUnknown float64 `json:"mean_unknown"`
 	Runs        int     `json:"runs"`
+	// Iterations is the mean number of VI steps or MCMC sweeps per run, so
+	// that a variant's budget use can be compared; RHatMax the worst split
+	// R̂ of its MCMC runs (0 when none reports one).
+	Iterations float64 `json:"iterations"`
+	RHatMax    float64 `json:"rhat_max,omitempty"`
 	Missing     int     `json:"missing"` // runs of the variant's grid not done
 }
 
@@ -105,6 +110,9 @@ func runTuning(ctx context.Context, o *options, fs *flag.FlagSet, stdout, stderr
 			user = append(user, "-"+f.Name+"="+f.Value.String())
 		}
 	})
+	if o.report != "" {
+		return reportTuning(g, o.report, stdout, stderr)
+	}
 	var rows []TuneRow
 	status := 0
 	for i, v := range g.Variants {
@@ -154,15 +162,30 @@ func runTuning(ctx context.Context, o *options, fs *flag.FlagSet, stdout, stderr
 	return status
 }
 
-// readTuneRow reads the summary a variant's experiment wrote.
+// reportTuning prints the tuning table of the grid g from the results
+// files under dir/tune, running nothing and reading no data: the command
+// behind the tuning table in celegans/tuning/README.md.
+func reportTuning(g *Grid, dir string, stdout, stderr io.Writer) int {
+	var rows []TuneRow
+	for _, v := range g.Variants {
+		row, err := readTuneRow(filepath.Join(dir, "tune", v.Name), v)
+		if err != nil {
+			fmt.Fprintln(stderr, "celegans:", err)
+			return 1
+		}
+		rows = append(rows, row)
+	}
+	fmt.Fprint(stdout, tuningMarkdown(g, rows))
+	return 0
+}
+
+// readTuneRow recomputes a variant's row from the results files its
+// experiment wrote (celegans.Report), so that the tuning table can be
+// checked against the committed files alone.
 func readTuneRow(dir string, v Variant) (TuneRow, error) {
-	data, err := os.ReadFile(filepath.Join(dir, celegans.SummaryFile))
+	sum, err := celegans.Report(dir)
 	if err != nil {
 		return TuneRow{}, fmt.Errorf("variant %s: %w", v.Name, err)
-	}
-	var sum celegans.Summary
-	if err := json.Unmarshal(data, &sum); err != nil {
-		return TuneRow{}, fmt.Errorf("variant %s: %s: %w", v.Name, celegans.SummaryFile, err)
 	}
 	row := TuneRow{Variant: v, Cells: map[string]celegans.Entry{}, Missing: sum.Missing}
 	var all, unk []float64
@@ -172,7 +195,14 @@ func readTuneRow(dir string, v Variant) (TuneRow, error) {
 		}
 		row.Cells[e.Cell] = e
 		all, unk = append(all, e.Accuracy), append(unk, e.AccuracyUnknown)
+		row.Iterations += e.Iterations * float64(e.Runs)
 		row.Runs += e.Runs
+		if e.RHatMax != nil && *e.RHatMax > row.RHatMax {
+			row.RHatMax = *e.RHatMax
+		}
+	}
+	if row.Runs > 0 {
+		row.Iterations /= float64(row.Runs)
 	}
 	if len(all) == 0 {
 		return row, errors.New("variant " + v.Name + ": no finished runs")
@@ -190,7 +220,7 @@ func tuningMarkdown(g *Grid, rows []TuneRow) string {
 	if g.Protocol != "" {
 		b.WriteString(g.Protocol + "\n\n")
 	}
-	fmt.Fprintf(&b, "Common flags: `%s`. Entries: mean accuracy over the tuning seeds, all neurons / unknown neurons.\n", strings.Join(g.Args, " "))
+	fmt.Fprintf(&b, "Common flags: `%s`. Entries: mean accuracy over the tuning seeds, all neurons / unknown neurons; iterations: mean VI steps or MCMC sweeps per run; R̂: the worst split R̂ of the MCMC runs.\n", strings.Join(g.Args, " "))
 	var cells []string
 	seen := map[string]bool{}
 	for _, r := range rows {
@@ -211,11 +241,11 @@ func tuningMarkdown(g *Grid, rows []TuneRow) string {
 		if len(mine) == 0 {
 			continue
 		}
-		fmt.Fprintf(&b, "\n### %s (%d variants)\n\n| variant | flags | mean |", m, len(mine))
+		fmt.Fprintf(&b, "\n### %s (%d variants)\n\n| variant | flags | mean | iterations | R̂ |", m, len(mine))
 		for _, c := range cells {
 			fmt.Fprintf(&b, " %s |", c)
 		}
-		b.WriteString("\n|---|---|---|")
+		b.WriteString("\n|---|---|---|---|---|")
 		for range cells {
 			b.WriteString("---|")
 		}
@@ -231,7 +261,11 @@ func tuningMarkdown(g *Grid, rows []TuneRow) string {
 			if i == best {
 				name = "**" + name + "**"
 			}
-			fmt.Fprintf(&b, "| %s | `%s` | %.3f / %.3f |", name, strings.Join(r.Variant.Args, " "), r.Mean, r.MeanUnknown)
+			rhat := "–"
+			if r.RHatMax > 0 {
+				rhat = fmt.Sprintf("%.2f", r.RHatMax)
+			}
+			fmt.Fprintf(&b, "| %s | `%s` | %.3f / %.3f | %.0f | %s |", name, strings.Join(r.Variant.Args, " "), r.Mean, r.MeanUnknown, r.Iterations, rhat)
 			for _, c := range cells {
 				if e, ok := r.Cells[c]; ok {
 					fmt.Fprintf(&b, " %.3f / %.3f |", e.Accuracy, e.AccuracyUnknown)

@@ -44,7 +44,7 @@ func TestTuning(t *testing.T) {
 	out := stdout.String()
 	assert.Contains(t, out, "### mcmc (2 variants)")
 	assert.Contains(t, out, "### rounding (1 variants)")
-	assert.Regexp(t, "\\| (\\*\\*)?mcmc-2chains(\\*\\*)? \\| `-sweeps 30 -chains 2` \\| [01]\\.\\d{3} / [01]\\.\\d{3} \\|", out)
+	assert.Regexp(t, "\\| (\\*\\*)?mcmc-2chains(\\*\\*)? \\| `-sweeps 30 -chains 2` \\| [01]\\.\\d{3} / [01]\\.\\d{3} \\| \\d+ \\| [0-9.–]+ \\|", out)
 	for _, f := range []string{"tuning.md", "tuning.json", "tune/mcmc-default/summary.json", "tune/rounding-lr0.05/report.md"} {
 		assert.FileExists(t, filepath.Join(dir, f))
 	}
@@ -58,6 +58,15 @@ func TestTuning(t *testing.T) {
 		assert.Len(t, r.Cells, 2, r.Variant.Name)
 	}
 	before := readResults(t, filepath.Join(dir, "tune", "mcmc-2chains"))
+
+	// -report prints the same table from the results files, running nothing.
+	md, err := os.ReadFile(filepath.Join(dir, "tuning.md"))
+	require.NoError(t, err)
+	stdout.Reset()
+	stderr.Reset()
+	require.Equal(t, 0, run(context.Background(), []string{"-tune", grid, "-report", dir}, &stdout, &stderr), stderr.String())
+	assert.Equal(t, string(md), stdout.String())
+	assert.Empty(t, stderr.String(), "nothing run")
 
 	stdout.Reset()
 	stderr.Reset()
