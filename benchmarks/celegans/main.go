@@ -1,6 +1,6 @@
 // Command celegans compares the speed of permlab's Gumbel-Sinkhorn ELBO
-// gradient step on the C. elegans neural identification problem with a
-// straightforward PyTorch implementation of the same step.
+// gradient step on the C. elegans neural identification problem with two
+// PyTorch implementations of the same step.
 //
 // The problem is the "hard" setting of the seed paper's Table 7 with 4 worms:
 // a synthetic worm of N = 279 neurons, T = 1000 time steps per worm, 25 known
@@ -11,27 +11,44 @@
 //
 //	ELBO = Σ_j log p(Y_j | P_j, W) − KL_Gumbel(X) − KL(q(W) ‖ N(0, σ_W² I)),
 //
-// back-propagates −ELBO and takes an Adam step. permlab evaluates the
-// likelihood from sufficient statistics (four N×N products per worm, whatever
-// T); the reference forms A_j = P_j W P_jᵀ and the residuals
-// Y_j[1:] − Y_j[:−1] A_jᵀ over all T steps, as one would write it first.
+// back-propagates −ELBO and takes an Adam step. With A_j = P_j W P_jᵀ the
+// likelihood is that of the linear dynamics y_{t+1} = A_j y_t + e_t,
+// e_t ~ N(0, η² I):
+//
+//	log p(Y_j | P_j, W) = −‖Y_j[1:] − Y_j[:−1] A_jᵀ‖² / (2η²) − (T−1)(N/2) log 2πη²
+//	                    = −(tr Syy − 2⟨A_j, Syx⟩ + ⟨A_j Sxx, A_j⟩) / (2η²) − (T−1)(N/2) log 2πη²,
+//
+// with Sxx = Σ_t y_t y_tᵀ, Syx = Σ_t y_{t+1} y_tᵀ and Syy = Σ_t y_{t+1} y_{t+1}ᵀ
+// over the T−1 transitions. permlab evaluates the second form (its cost does
+// not depend on T), with products that skip the entries of P_j its candidate
+// mask forbids and products with the sparse W. The two PyTorch references
+// (step_torch.py) share everything but the likelihood:
+//
+//   - naive: the first form, per worm, A_j and the residuals over all T
+//     steps, as one would write it first;
+//   - suffstats: the second form, from statistics computed once from Y as
+//     permlab does, with dense products batched over the worms.
 //
 // The program simulates the problem, writes it to a temporary directory (raw
 // little-endian float64 files described by header.json), and starts
 // step_torch.py on it in serve mode. It then
 //
-//   - checks that both sides compute the same thing: with the same parameters
-//     and the same Gumbel and normal noise (drawn in Go and passed on), the
-//     ELBO values must agree to 1e-6 relative and the gradients with respect
-//     to X, μ and ρ to 1e-6 relative to their largest entry;
-//   - times the step, alternating one PyTorch step and one Go step (which
-//     goes first alternates too) after a warm-up, so that load from other
-//     processes affects both alike, and prints the medians as a markdown
-//     table.
+//   - checks that every side computes the same thing: with the same
+//     parameters and the same Gumbel and normal noise (drawn in Go and passed
+//     on), each reference's ELBO must agree with permlab's to 1e-6 relative
+//     and its gradients with respect to X, μ and ρ to 1e-6 relative to their
+//     largest entry;
+//   - times the step in rounds after a warm-up: in each round every side
+//     (Go and each reference) runs -block steps in a row, the first of them
+//     untimed, with a pause after each block, and the side that goes first
+//     rotates from round to round, so that load from other processes affects
+//     all alike; it prints the medians and the ratio of each reference to
+//     Go as a markdown table and says which reference is faster.
 //
-// Both sides use the same number of threads (-threads, default 2: GOMAXPROCS
+// All sides use the same number of threads (-threads, default 2: GOMAXPROCS
 // for Go, torch.set_num_threads for PyTorch). If python3 or torch is missing
-// the program says so and reports the Go timing only.
+// the program says so and reports the Go timing only. -check stops after the
+// cross-check; -variants picks the references.
 //
 // Run it from the repository root:
 //
@@ -43,6 +60,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"log"
 	"math"
 	"math/rand/v2"
@@ -74,10 +92,32 @@ type config struct {
 	threads                  int
 	warmup, reps, block      int
 	python, script           string
-	keep, spin               bool
+	variants                 []string // PyTorch references, in the order of the output's columns
+	keep, spin, checkOnly    bool
+	pause                    time.Duration
 }
 
-// Tolerance of the cross-check. Both sides evaluate the same formulas in
+// variants are the PyTorch references step_torch.py implements.
+var variants = []string{"naive", "suffstats"}
+
+// parseVariants parses the -variants flag: a comma-separated list of
+// distinct references.
+func parseVariants(s string) ([]string, error) {
+	var out []string
+	for _, v := range strings.Split(s, ",") {
+		v = strings.TrimSpace(v)
+		if !slices.Contains(variants, v) {
+			return nil, fmt.Errorf("-variants: unknown reference %q (want a comma-separated list of %s)", v, strings.Join(variants, ", "))
+		}
+		if slices.Contains(out, v) {
+			return nil, fmt.Errorf("-variants: %q given twice", v)
+		}
+		out = append(out, v)
+	}
+	return out, nil
+}
+
+// Tolerance of the cross-check. The sides evaluate the same formulas in
 // float64 but in different orders (sufficient statistics against residuals
 // over T, a kernel-based Sinkhorn against repeated logsumexp), so they agree
 // to rounding error amplified by the size of the sums (|log-likelihood| is
@@ -86,6 +126,11 @@ type config struct {
 // constant or a missing KL entry changes the ELBO by more than 1e-5
 // relative).
 const checkTol = 1e-6
+
+// pause lets the other sides' threads settle before the next timed step:
+// OpenBLAS worker threads spin for up to 2^28 cycles (about 0.1 s) after
+// their last call, and an active OpenMP pool spins too.
+const pause = 150 * time.Millisecond
 
 func main() {
 	log.SetFlags(0)
@@ -101,28 +146,38 @@ func main() {
 	flag.IntVar(&c.iters, "L", 20, "Sinkhorn iterations")
 	flag.Float64Var(&c.lr, "lr", 0.1, "Adam learning rate")
 	flag.Uint64Var(&c.seed, "seed", 1, "seed of the simulation, the initial parameters and the noise")
-	flag.IntVar(&c.threads, "threads", 2, "threads on both sides (GOMAXPROCS, torch.set_num_threads)")
+	flag.IntVar(&c.threads, "threads", 2, "threads on every side (GOMAXPROCS, torch.set_num_threads)")
 	flag.IntVar(&c.warmup, "warmup", 3, "untimed steps on each side before timing")
 	flag.IntVar(&c.reps, "reps", 12, "timed steps on each side")
-	flag.IntVar(&c.block, "block", 4, "steps each side runs in a row before the other side runs; the first of each block is not timed (1: alternate single steps, every one timed)")
+	flag.IntVar(&c.block, "block", 4, "steps each side runs in a row before the next side runs; the first of each block is not timed (1: single steps, every one timed)")
 	flag.StringVar(&c.python, "python", "/usr/bin/python3", "Python interpreter with torch")
-	flag.StringVar(&c.script, "script", filepath.Join("benchmarks", "celegans", "step_torch.py"), "the PyTorch reference")
+	flag.StringVar(&c.script, "script", filepath.Join("benchmarks", "celegans", "step_torch.py"), "the PyTorch references")
+	vs := flag.String("variants", strings.Join(variants, ","), "comma-separated PyTorch references to check and time: naive (residuals over T), suffstats (sufficient statistics)")
+	flag.BoolVar(&c.checkOnly, "check", false, "run the cross-check only, no timing")
 	flag.BoolVar(&c.keep, "keep", false, "keep the data directory")
-	flag.BoolVar(&c.spin, "spin", false, "leave OMP_WAIT_POLICY unset for the reference (OpenMP threads spin while idle)")
+	flag.BoolVar(&c.spin, "spin", false, "leave OMP_WAIT_POLICY unset for the references (OpenMP threads spin while idle)")
 	masked := flag.Bool("mask", true, "use the position masks (false: every entry of P allowed)")
 	flag.Parse()
 	s := celegans.DefaultSettings()
 	c.sigmaW, c.wStd0 = s.SigmaW, s.WStd0
+	c.pause = pause
+	var err error
+	if c.variants, err = parseVariants(*vs); err != nil {
+		log.Fatal(err)
+	}
 	if c.threads < 1 || c.reps < 1 || c.warmup < 0 || c.block < 1 {
 		log.Fatalf("need -threads >= 1, -reps >= 1, -warmup >= 0, -block >= 1")
 	}
 	runtime.GOMAXPROCS(c.threads)
-	if err := run(c, *masked); err != nil {
+	if err := run(c, *masked, os.Stdout); err != nil {
 		log.Fatal(err)
 	}
 }
 
-func run(c config, masked bool) error {
+func run(c config, masked bool, w io.Writer) error {
+	if len(c.variants) == 0 {
+		return errors.New("no PyTorch reference selected")
+	}
 	setting := fmt.Sprintf("masks ν = %g", c.nu)
 	if !masked {
 		// No position constraint: every candidate within [0, 1] is
@@ -139,7 +194,7 @@ func run(c config, masked bool) error {
 	if err != nil {
 		return err
 	}
-	fmt.Printf("C. elegans ELBO step: %d worms, N = %d, T = %d, %d known neurons per worm, %s (%.1f candidates per row), |support W| = %d, K = 1, τ = %g, L = %d, float64, %d threads\n\n",
+	fmt.Fprintf(w, "C. elegans ELBO step: %d worms, N = %d, T = %d, %d known neurons per worm, %s (%.1f candidates per row), |support W| = %d, K = 1, τ = %g, L = %d, float64, %d threads\n\n",
 		c.worms, c.neurons, c.t, c.known, setting, candidates(p.N(), masks), len(p.Support()), c.tau, c.iters, c.threads)
 
 	dir, err := os.MkdirTemp("", "permlab-celegans-bench-")
@@ -147,12 +202,12 @@ func run(c config, masked bool) error {
 		return err
 	}
 	if c.keep {
-		fmt.Printf("data in %s\n", dir)
+		fmt.Fprintf(w, "data in %s\n", dir)
 	} else {
 		defer os.RemoveAll(dir)
 	}
 	// The check: the ELBO and its gradient at the initial parameters for
-	// noise drawn here, evaluated by both sides.
+	// noise drawn here, evaluated by every side.
 	gumbel, eps := st.checkNoise()
 	goCheck, err := st.check()
 	if err != nil {
@@ -162,51 +217,164 @@ func run(c config, masked bool) error {
 		return err
 	}
 
-	py, why := startPython(c, dir)
+	py, why := startPython(c, dir, w)
 	if py == nil {
-		fmt.Printf("PyTorch reference not run: %s\n\n", why)
+		if c.checkOnly {
+			return fmt.Errorf("the cross-check needs PyTorch: %s", why)
+		}
+		fmt.Fprintf(w, "PyTorch reference not run: %s\n\n", why)
 		goTimes, err := harness.Measure(harness.Timed(st.step), c.warmup, c.reps)
 		if err != nil {
 			return err
 		}
-		fmt.Printf("| implementation | threads | ms/step (median wall) | CPU ms/step (median) |\n|---|---|---|---|\n")
-		fmt.Printf("| permlab (Go) | %d | %.1f | %.1f |\n", c.threads, harness.Median(goTimes.Wall), harness.Median(goTimes.CPU))
+		fmt.Fprintf(w, "| implementation | threads | ms/step (median wall) | CPU ms/step (median) |\n|---|---|---|---|\n")
+		fmt.Fprintf(w, "| permlab (Go) | %d | %.1f | %.1f |\n", c.threads, harness.Median(goTimes.Wall), harness.Median(goTimes.CPU))
 		return nil
 	}
 	defer py.Close()
 
-	var pyCheck checkResult
-	if err := py.Call("check", &pyCheck); err != nil {
+	pyChecks := map[string]checkResult{}
+	for _, v := range c.variants {
+		var r checkResult
+		if err := py.Call("check "+v, &r); err != nil {
+			return err
+		}
+		pyChecks[v] = r
+	}
+	if err := compare(dir, goCheck, c.variants, pyChecks, w); err != nil {
 		return err
 	}
-	if err := compare(dir, goCheck, pyCheck); err != nil {
-		return err
+	if c.checkOnly {
+		return nil
 	}
 
 	// Rounds of c.block steps per side, c.block-1 of them timed.
 	timedPerBlock := max(c.block-1, 1)
 	rounds := (c.reps + timedPerBlock - 1) / timedPerBlock
 	warmRounds := (c.warmup + c.block - 1) / c.block
-	pyT, goT, err := harness.InterleaveBlocks(py.Step, harness.Timed(st.step), warmRounds, rounds, c.block, pause)
+	steps := []harness.Step{harness.Timed(st.step)}
+	for _, v := range c.variants {
+		steps = append(steps, referenceStep(py, v))
+	}
+	times, err := interleave(steps, warmRounds, rounds, c.block, c.pause)
 	if err != nil {
 		return err
 	}
-	gw, pw := harness.Median(goT.Wall), harness.Median(pyT.Wall)
-	gc, pc := harness.Median(goT.CPU), harness.Median(pyT.CPU)
-	if c.block > 1 {
-		fmt.Printf("\nTimes are medians over %d steps per side, measured interleaved in blocks: %d PyTorch steps in a row, then %d Go steps, alternating which side goes first, with a %v pause after each block; the first step of each block is not timed, so both sides are measured as they run in a training loop. Load from other processes affects both alike. %d warm-up round(s) first. Load average at the end: %s.\n\n",
-			len(goT.Wall), c.block, c.block, pause, warmRounds, harness.LoadAvg(3))
-	} else {
-		fmt.Printf("\nTimes are medians over %d steps per side after %d warm-up steps, measured interleaved (one PyTorch step, one Go step, alternating which goes first, a %v pause after each) so that load from other processes affects both alike. Load average at the end: %s.\n\n", c.reps, c.warmup, pause, harness.LoadAvg(3))
-	}
-	fmt.Printf("| setting | threads | Go ms/step | PyTorch ms/step | ratio (torch/go) |\n|---|---|---|---|---|\n")
-	fmt.Printf("| %s, wall | %d | %.1f | %.1f | %.2f |\n", setting, c.threads, gw, pw, pw/gw)
-	fmt.Printf("| %s, CPU | %d | %.1f | %.1f | %.2f |\n", setting, c.threads, gc, pc, pc/gc)
-	gm, pm := slices.Min(goT.Wall), slices.Min(pyT.Wall)
-	fmt.Printf("| %s, wall, fastest step | %d | %.1f | %.1f | %.2f |\n", setting, c.threads, gm, pm, pm/gm)
-	fmt.Printf("\nRows: wall = median wall-clock time; CPU = median CPU time of the process, summed over its threads; fastest step = the least disturbed step of each side. Slowest steps: Go %.1f ms, PyTorch %.1f ms.\n",
-		slices.Max(goT.Wall), slices.Max(pyT.Wall))
+	report(w, c, setting, warmRounds, times)
 	return nil
+}
+
+// referenceStep is a Step that has the reference take one step of variant
+// v, which answers with {"wall": s, "cpu": s}.
+func referenceStep(py *harness.Python, v string) harness.Step {
+	return func() (wall, cpu float64, err error) {
+		var r struct {
+			Wall  float64 `json:"wall"`
+			CPU   float64 `json:"cpu"`
+			Error string  `json:"error"`
+		}
+		if err := py.Call("step "+v, &r); err != nil {
+			return 0, 0, err
+		}
+		if r.Error != "" {
+			return 0, 0, fmt.Errorf("reference %s: %s", v, r.Error)
+		}
+		return 1e3 * r.Wall, 1e3 * r.CPU, nil
+	}
+}
+
+// interleave runs warmup+reps rounds. In round i every side runs block
+// consecutive steps, sides i mod k, i+1 mod k, ... in turn for k sides, and
+// sleeps for pause (if positive) after each block. Within a block the steps
+// run back to back, as in a training loop; the first step of a block is not
+// timed when block > 1, since it pays for waking threads (and, on a virtual
+// machine, CPUs) that went idle during the pause. It returns, per side, the
+// times of the timed steps of the last reps rounds. For two sides it is
+// harness.InterleaveBlocks.
+func interleave(steps []harness.Step, warmup, reps, block int, pause time.Duration) ([]harness.Times, error) {
+	block = max(block, 1)
+	k := len(steps)
+	times := make([]harness.Times, k)
+	for i := 0; i < warmup+reps; i++ {
+		for o := 0; o < k; o++ {
+			j := (i + o) % k
+			for b := 0; b < block; b++ {
+				wall, cpu, err := steps[j]()
+				if err != nil {
+					return times, err
+				}
+				if i >= warmup && (block == 1 || b > 0) {
+					times[j].Wall = append(times[j].Wall, wall)
+					times[j].CPU = append(times[j].CPU, cpu)
+				}
+			}
+			if pause > 0 {
+				time.Sleep(pause)
+			}
+		}
+	}
+	return times, nil
+}
+
+// report prints the timing table: times[0] is Go, times[1:] the references
+// in the order of c.variants.
+func report(w io.Writer, c config, setting string, warmRounds int, times []harness.Times) {
+	goT, refs := times[0], times[1:]
+	if c.block > 1 {
+		fmt.Fprintf(w, "\nTimes are medians over %d steps per side, measured interleaved in rounds: in each round every side (Go, then PyTorch %s) runs %d steps in a row, the side that goes first rotating from round to round, with a %v pause after each block; the first step of each block is not timed, so every side is measured as it runs in a training loop. Load from other processes affects all alike. %d warm-up round(s) first. Load average at the end: %s.\n\n",
+			len(goT.Wall), strings.Join(c.variants, ", PyTorch "), c.block, c.pause, warmRounds, harness.LoadAvg(3))
+	} else {
+		fmt.Fprintf(w, "\nTimes are medians over %d steps per side after %d warm-up round(s), measured interleaved (one step of each side per round: Go, then PyTorch %s, the side that goes first rotating from round to round, a %v pause after each) so that load from other processes affects all alike. Load average at the end: %s.\n\n",
+			len(goT.Wall), warmRounds, strings.Join(c.variants, ", PyTorch "), c.pause, harness.LoadAvg(3))
+	}
+	fmt.Fprintf(w, "| setting | threads | Go ms/step |")
+	for _, v := range c.variants {
+		fmt.Fprintf(w, " PyTorch %s ms/step | ratio (%s/Go) |", v, v)
+	}
+	fmt.Fprintf(w, "\n|---|---|---|%s\n", strings.Repeat("---|---|", len(refs)))
+	rows := []struct {
+		name string
+		stat func(harness.Times) float64
+	}{
+		{"wall", func(t harness.Times) float64 { return harness.Median(t.Wall) }},
+		{"CPU", func(t harness.Times) float64 { return harness.Median(t.CPU) }},
+		{"wall, fastest step", func(t harness.Times) float64 { return slices.Min(t.Wall) }},
+	}
+	for _, r := range rows {
+		g := r.stat(goT)
+		fmt.Fprintf(w, "| %s, %s | %d | %.1f |", setting, r.name, c.threads, g)
+		for _, t := range refs {
+			v := r.stat(t)
+			fmt.Fprintf(w, " %.1f | %.2f |", v, v/g)
+		}
+		fmt.Fprintln(w)
+	}
+	fmt.Fprintf(w, "\nRows: wall = median wall-clock time; CPU = median CPU time of the process, summed over its threads; fastest step = the least disturbed step of each side. Slowest steps: Go %.1f ms", slices.Max(goT.Wall))
+	for i, t := range refs {
+		fmt.Fprintf(w, ", PyTorch %s %.1f ms", c.variants[i], slices.Max(t.Wall))
+	}
+	fmt.Fprintln(w, ".")
+	if len(refs) < 2 {
+		return
+	}
+	// The faster reference, by median wall time and by median CPU time.
+	gw, gc := harness.Median(goT.Wall), harness.Median(goT.CPU)
+	fastest := func(stat func(harness.Times) float64) int {
+		best := 0
+		for i, t := range refs {
+			if stat(t) < stat(refs[best]) {
+				best = i
+			}
+		}
+		return best
+	}
+	bw, bc := fastest(rows[0].stat), fastest(rows[1].stat)
+	fmt.Fprintf(w, "\nFaster PyTorch reference by median wall time: %s (%.1f ms/step), %.2f× Go's; by median CPU time: %s (%.1f ms/step), %.2f× Go's.\n",
+		c.variants[bw], harness.Median(refs[bw].Wall), harness.Median(refs[bw].Wall)/gw,
+		c.variants[bc], harness.Median(refs[bc].CPU), harness.Median(refs[bc].CPU)/gc)
+	if bw != bc {
+		fmt.Fprintln(w, "The two measures disagree on which reference is faster; quote both.")
+	}
 }
 
 // simulate builds the benchmark problem and returns it with each worm's
@@ -391,52 +559,69 @@ func softplus(x float64) float64 {
 	return math.Log1p(math.Exp(x))
 }
 
-// compare reports the cross-check and returns an error if it fails.
-func compare(dir string, g, py checkResult) error {
-	if py.Error != "" {
-		return fmt.Errorf("PyTorch check: %s", py.Error)
-	}
-	fmt.Printf("Cross-check at the initial parameters with the same noise (tolerance %g relative):\n\n", checkTol)
-	fmt.Printf("| quantity | permlab | PyTorch | relative difference |\n|---|---|---|---|\n")
-	failed := false
-	for _, q := range []struct {
-		name   string
-		go_, p float64
-	}{
-		{"ELBO", g.ELBO, py.ELBO}, {"log-likelihood", g.LogLik, py.LogLik},
-		{"KL (Gumbel, P)", g.KLP, py.KLP}, {"KL (normal, W)", g.KLW, py.KLW},
-	} {
-		rel := math.Abs(q.go_-q.p) / math.Max(math.Abs(q.p), math.SmallestNonzeroFloat64)
-		fmt.Printf("| %s | %.10g | %.10g | %.2e |\n", q.name, q.go_, q.p, rel)
-		if q.name == "ELBO" && !(rel <= checkTol) {
-			failed = true
+// compare reports the cross-check of each reference in variants (results
+// pys, gradients in dir/grad_VARIANT_{X,mu,rho}.f64) against permlab's g,
+// and returns an error if any fails.
+func compare(dir string, g checkResult, variants []string, pys map[string]checkResult, w io.Writer) error {
+	for _, v := range variants {
+		if e := pys[v].Error; e != "" {
+			return fmt.Errorf("PyTorch %s check: %s", v, e)
 		}
+	}
+	fmt.Fprintf(w, "Cross-check at the initial parameters with the same noise (tolerance %g relative):\n\n", checkTol)
+	fmt.Fprintf(w, "| quantity | permlab |")
+	for _, v := range variants {
+		fmt.Fprintf(w, " PyTorch %s | relative difference |", v)
+	}
+	fmt.Fprintf(w, "\n|---|---|%s\n", strings.Repeat("---|---|", len(variants)))
+	var failed []string
+	for _, q := range []struct {
+		name string
+		get  func(checkResult) float64
+	}{
+		{"ELBO", func(r checkResult) float64 { return r.ELBO }},
+		{"log-likelihood", func(r checkResult) float64 { return r.LogLik }},
+		{"KL (Gumbel, P)", func(r checkResult) float64 { return r.KLP }},
+		{"KL (normal, W)", func(r checkResult) float64 { return r.KLW }},
+	} {
+		gv := q.get(g)
+		fmt.Fprintf(w, "| %s | %.10g |", q.name, gv)
+		for _, v := range variants {
+			pv := q.get(pys[v])
+			rel := math.Abs(gv-pv) / math.Max(math.Abs(pv), math.SmallestNonzeroFloat64)
+			fmt.Fprintf(w, " %.10g | %.2e |", pv, rel)
+			if q.name == "ELBO" && !(rel <= checkTol) {
+				failed = append(failed, v+" ELBO")
+			}
+		}
+		fmt.Fprintln(w)
 	}
 	for _, name := range []string{"X", "mu", "rho"} {
-		pg, err := harness.ReadF64(filepath.Join(dir, "grad_"+name+".f64"), -1)
-		if err != nil {
-			return err
-		}
 		gg := g.grads[name]
-		if len(pg) != len(gg) {
-			return fmt.Errorf("gradient of %s: %d values from PyTorch, %d from Go", name, len(pg), len(gg))
+		fmt.Fprintf(w, "| ∂ELBO/∂%s (max abs diff / max abs) | |", name)
+		for _, v := range variants {
+			pg, err := harness.ReadF64(filepath.Join(dir, "grad_"+v+"_"+name+".f64"), len(gg))
+			if err != nil {
+				return fmt.Errorf("gradient of %s from PyTorch %s: %w", name, v, err)
+			}
+			var diff, scale float64
+			for i := range gg {
+				diff = math.Max(diff, math.Abs(gg[i]-pg[i]))
+				scale = math.Max(scale, math.Abs(pg[i]))
+			}
+			rel := diff / math.Max(scale, math.SmallestNonzeroFloat64)
+			fmt.Fprintf(w, " | %.2e |", rel)
+			if !(rel <= checkTol) {
+				failed = append(failed, v+" ∂ELBO/∂"+name)
+			}
 		}
-		var diff, scale float64
-		for i := range gg {
-			diff = math.Max(diff, math.Abs(gg[i]-pg[i]))
-			scale = math.Max(scale, math.Abs(pg[i]))
-		}
-		rel := diff / math.Max(scale, math.SmallestNonzeroFloat64)
-		fmt.Printf("| ∂ELBO/∂%s (max abs diff / max abs) | | | %.2e |\n", name, rel)
-		if !(rel <= checkTol) {
-			failed = true
-		}
+		fmt.Fprintln(w)
 	}
-	fmt.Println()
-	if failed {
-		return errors.New("the cross-check failed: the two implementations do not compute the same step, timings would not be comparable")
+	fmt.Fprintln(w)
+	if failed != nil {
+		return fmt.Errorf("the cross-check failed (%s): the implementations do not compute the same step, timings would not be comparable", strings.Join(failed, ", "))
 	}
-	fmt.Println("Cross-check passed: both sides compute the same ELBO and gradient.")
+	fmt.Fprintf(w, "Cross-check passed: permlab and PyTorch %s compute the same ELBO and gradient.\n", strings.Join(variants, " and PyTorch "))
 	return nil
 }
 
@@ -515,9 +700,9 @@ func writeProblem(dir string, c config, p *celegans.Problem, ys [][]float64, mas
 	return os.WriteFile(filepath.Join(dir, "header.json"), js, 0o644)
 }
 
-// startPython starts the reference, or returns nil and the reason why it
+// startPython starts the references, or returns nil and the reason why it
 // cannot run.
-func startPython(c config, dir string) (*harness.Python, string) {
+func startPython(c config, dir string, w io.Writer) (*harness.Python, string) {
 	if err := harness.CheckPython(c.python, c.script); err != nil {
 		return nil, err.Error()
 	}
@@ -528,11 +713,11 @@ func startPython(c config, dir string) (*harness.Python, string) {
 	if err != nil {
 		return nil, fmt.Sprintf("the reference did not start: %v", err)
 	}
-	fmt.Printf("PyTorch %s with %d threads (%s; %s)\n\n", py.Torch, py.Threads, c.python, strings.Join(py.Env, " "))
+	fmt.Fprintf(w, "PyTorch %s with %d threads (%s; %s)\n\n", py.Torch, py.Threads, c.python, strings.Join(py.Env, " "))
 	return py, ""
 }
 
-// pythonEnv is the environment the reference runs in unless the caller
+// pythonEnv is the environment the references run in unless the caller
 // sets these variables. The Debian build of torch calls a pthreads OpenBLAS
 // that starts one thread per core whatever torch.set_num_threads says, so
 // OPENBLAS_NUM_THREADS pins it to the thread count being compared. Idle
@@ -550,8 +735,3 @@ func pythonEnv(c config) []string {
 	}
 	return env
 }
-
-// pause lets the other side's threads settle before the next timed step:
-// OpenBLAS worker threads spin for up to 2^28 cycles (about 0.1 s) after
-// their last call, and an active OpenMP pool spins too.
-const pause = 150 * time.Millisecond

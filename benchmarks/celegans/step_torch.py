@@ -1,31 +1,53 @@
 #!/usr/bin/env python3
-"""Reference PyTorch implementation of one Gumbel-Sinkhorn ELBO gradient step
-on the C. elegans problem, for comparison with permlab (see README.md).
+"""Reference PyTorch implementations of one Gumbel-Sinkhorn ELBO gradient
+step on the C. elegans problem, for comparison with permlab (see README.md).
 
 Usage:
-    step_torch.py DIR            run the check, then time the step on its own
-    step_torch.py DIR --serve    answer commands on stdin (used by main.go)
+    step_torch.py DIR [--variant V]            check, then time the step on its own
+    step_torch.py DIR --serve                  answer commands on stdin (used by main.go)
 
-DIR is written by the Go program: header.json describes raw little-endian
-float64 arrays (one .f64 file each). The step is written the straightforward
-way, in float64 on torch.set_num_threads(threads):
+V is naive, suffstats or both (the default). DIR is written by the Go
+program: header.json describes raw little-endian float64 arrays (one .f64
+file each). Both variants take the step in float64 on
+torch.set_num_threads(threads) and share everything but the likelihood:
 
     Gumbel noise g, z = (X + g) / tau with forbidden entries at -inf,
     L times: z -= logsumexp(z, rows); z -= logsumexp(z, columns),
     P = exp(z),
-    w = mu + softplus(rho) * e scattered into the support of W,
-    per worm: A = P W P^T, residual = Y[1:] - Y[:-1] A^T,
-    loglik = -sum(residual^2) / (2 eta^2) - (T-1) N log(2 pi eta^2) / 2,
+    w = mu + softplus(rho) * e scattered into the support of a dense W,
+    loglik (below),
     KL_P = sum over allowed entries of the closed-form Gumbel-space KL,
     KL_W = closed-form KL of the mean-field normal to N(0, sigma_W^2),
     loss = -(loglik - KL_P - KL_W), autograd backward, Adam step.
 
-Serve protocol (one command per line on stdin, one answer line on stdout):
-    check  -> JSON with elbo, loglik, kl_p, kl_w at the initial parameters
-              and the noise from Go; the gradients of the ELBO with respect
-              to X, mu, rho are written to DIR/grad_{X,mu,rho}.f64
-    step   -> JSON with the wall and CPU seconds of one step
-    quit   -> exit
+With A_j = P_j W P_j^T and eta^2 the noise variance, the likelihood of the
+linear dynamics y_{t+1} = A_j y_t + e_t, e_t ~ N(0, eta^2 I), is
+
+    naive:     per worm, residual = Y_j[1:] - Y_j[:-1] A_j^T over all T steps,
+               loglik = -sum_j sum(residual^2) / (2 eta^2) - c
+    suffstats: Sxx_j = Y_j[:-1]^T Y_j[:-1], Syx_j = Y_j[1:]^T Y_j[:-1] and
+               tr Syy_j = sum(Y_j[1:]^2), computed once when the problem is
+               loaded, then for all worms at once (batched matmul)
+               loglik = -sum_j (tr Syy_j - 2 <A_j, Syx_j> + <A_j Sxx_j, A_j>)
+                        / (2 eta^2) - c
+
+with c = worms (T-1) N log(2 pi eta^2) / 2 and <U, V> = sum(U * V). The
+two are the same function (the sum of squared residuals expanded); the
+second costs two N x N x N products per worm, whatever T.
+
+Each variant has its own parameters, Adam state and random generator (seeded
+with header.json's seed), all starting from the same values.
+
+Serve protocol (one command per line on stdin, one answer line on stdout;
+VARIANT is naive or suffstats, naive when left out):
+    check VARIANT -> JSON with elbo, loglik, kl_p, kl_w at the initial
+                     parameters and the noise from Go; the gradients of the
+                     ELBO with respect to X, mu, rho are written to
+                     DIR/grad_VARIANT_{X,mu,rho}.f64
+    step VARIANT  -> JSON with the wall and CPU seconds of one step
+    quit          -> exit
+The first line printed is {"ready": true, "torch": version, "threads": n},
+or {"error": ...} (exit status 3) when torch cannot be imported.
 """
 
 import json
@@ -35,11 +57,22 @@ import statistics
 import sys
 import time
 
-import numpy as np
-import torch
-import torch.nn.functional as F
+
+def reply(obj):
+    sys.stdout.write(json.dumps(obj) + "\n")
+    sys.stdout.flush()
+
+
+try:
+    import numpy as np
+    import torch
+    import torch.nn.functional as F
+except ImportError as e:  # reported to the Go side, which times Go alone
+    reply({"error": "cannot import torch/numpy: %s" % e})
+    sys.exit(3)
 
 EULER_GAMMA = 0.57721566490153286060651209008240243
+VARIANTS = ("naive", "suffstats")
 
 
 def load(dir_, header, name):
@@ -49,6 +82,8 @@ def load(dir_, header, name):
 
 
 class Problem:
+    """The data, masks and settings that the variants share."""
+
     def __init__(self, dir_):
         with open(os.path.join(dir_, "header.json")) as f:
             h = json.load(f)
@@ -56,7 +91,7 @@ class Problem:
         self.h = h
         self.threads = h["threads"]
         torch.set_num_threads(self.threads)
-        torch.manual_seed(h["seed"])
+        self.seed = h["seed"]
         self.n, self.worms, self.T = h["neurons"], h["worms"], h["T"]
         self.tau, self.tau_prior, self.iters = h["tau"], h["tau_prior"], h["iters"]
         self.eta2, self.sigma_w, self.lr = h["noise_var"], h["sigma_w"], h["lr"]
@@ -68,59 +103,108 @@ class Problem:
         sup = load(dir_, h, "support").long()  # (E, 2)
         self.rows, self.cols = sup[:, 0], sup[:, 1]
         self.e = sup.shape[0]
-        self.x = load(dir_, h, "X0").requires_grad_()
-        self.mu = load(dir_, h, "mu0").requires_grad_()
-        self.rho = load(dir_, h, "rho0").requires_grad_()
-        self.opt = torch.optim.Adam([self.x, self.mu, self.rho], lr=self.lr)
+        self.ll_const = 0.5 * self.worms * (self.T - 1) * self.n * math.log(2 * math.pi * self.eta2)
         r = self.tau_prior / self.tau
         self.kl_r = r
         self.kl_c = math.log(self.tau / self.tau_prior) - 1 + EULER_GAMMA * (r - 1)
         self.kl_lg = math.lgamma(1 + r)
+        self._stats = None
+
+    def stats(self):
+        """Sxx, Syx (worms, N, N) and tr Syy (worms,), computed on first use."""
+        if self._stats is None:
+            prev, nxt = self.y[:, :-1], self.y[:, 1:]
+            sxx = prev.transpose(1, 2) @ prev
+            syx = nxt.transpose(1, 2) @ prev
+            tr_yy = (nxt * nxt).sum(dim=(1, 2))
+            self._stats = (sxx, syx, tr_yy)
+        return self._stats
+
+
+class Reference:
+    """One variant's parameters, optimizer and step."""
+
+    def __init__(self, prob, variant):
+        if variant not in VARIANTS:
+            raise ValueError("unknown variant %r (want one of %s)" % (variant, ", ".join(VARIANTS)))
+        self.prob = prob
+        self.variant = variant
+        h = prob.h
+        self.x = load(prob.dir, h, "X0").requires_grad_()
+        self.mu = load(prob.dir, h, "mu0").requires_grad_()
+        self.rho = load(prob.dir, h, "rho0").requires_grad_()
+        self.opt = torch.optim.Adam([self.x, self.mu, self.rho], lr=prob.lr)
+        self.gen = torch.Generator().manual_seed(prob.seed)
+        if variant == "suffstats":
+            prob.stats()  # computed once, outside the timed steps
+            self.loglik = self.loglik_suffstats
+        else:
+            self.loglik = self.loglik_naive
+
+    def loglik_naive(self, p, wd):
+        pr = self.prob
+        ll = 0.0
+        for j in range(pr.worms):
+            a = p[j] @ wd @ p[j].T
+            y = pr.y[j]
+            res = y[1:] - y[:-1] @ a.T
+            ll = ll - 0.5 / pr.eta2 * (res * res).sum()
+        return ll - pr.ll_const
+
+    def loglik_suffstats(self, p, wd):
+        pr = self.prob
+        sxx, syx, tr_yy = pr.stats()
+        a = p @ wd @ p.transpose(1, 2)  # (worms, N, N)
+        cross = (a * syx).sum()
+        quad = ((a @ sxx) * a).sum()
+        return -0.5 / pr.eta2 * (tr_yy.sum() - 2 * cross + quad) - pr.ll_const
 
     def elbo(self, gumbel, eps):
         """ELBO of one sample; returns (elbo, loglik, kl_p, kl_w)."""
-        n = self.n
-        z = (self.x + gumbel) / self.tau
-        z = z.masked_fill(~self.mask, -math.inf)
-        for _ in range(self.iters):
+        pr = self.prob
+        z = (self.x + gumbel) / pr.tau
+        z = z.masked_fill(~pr.mask, -math.inf)
+        for _ in range(pr.iters):
             z = z - torch.logsumexp(z, dim=-1, keepdim=True)
             z = z - torch.logsumexp(z, dim=-2, keepdim=True)
         p = torch.exp(z)
         sigma = F.softplus(self.rho)
         w = self.mu + sigma * eps
-        wd = torch.zeros(n, n, dtype=torch.float64).index_put((self.rows, self.cols), w)
-        ll = 0.0
-        for j in range(self.worms):
-            a = p[j] @ wd @ p[j].T
-            y = self.y[j]
-            res = y[1:] - y[:-1] @ a.T
-            ll = ll - 0.5 / self.eta2 * (res * res).sum()
-        ll = ll - 0.5 * self.worms * (self.T - 1) * n * math.log(2 * math.pi * self.eta2)
-        xa = self.x[self.mask]
-        r = self.kl_r
-        kl_p = (self.kl_c + r * xa + torch.exp(self.kl_lg - r * xa)).sum()
-        v = self.sigma_w ** 2
+        wd = torch.zeros(pr.n, pr.n, dtype=torch.float64).index_put((pr.rows, pr.cols), w)
+        ll = self.loglik(p, wd)
+        xa = self.x[pr.mask]
+        r = pr.kl_r
+        kl_p = (pr.kl_c + r * xa + torch.exp(pr.kl_lg - r * xa)).sum()
+        v = pr.sigma_w ** 2
         kl_w = ((sigma * sigma + self.mu * self.mu) / (2 * v) - torch.log(sigma)).sum() \
-            + self.e * (math.log(self.sigma_w) - 0.5)
+            + pr.e * (math.log(pr.sigma_w) - 0.5)
         return ll - kl_p - kl_w, ll, kl_p, kl_w
 
     def check(self):
-        gumbel = load(self.dir, self.h, "check_gumbel")
-        eps = load(self.dir, self.h, "check_eps")
+        """The ELBO and its gradient at the current parameters with Go's
+        noise; the gradients go to DIR/grad_VARIANT_{X,mu,rho}.f64."""
+        pr = self.prob
+        gumbel = load(pr.dir, pr.h, "check_gumbel")
+        eps = load(pr.dir, pr.h, "check_eps")
         self.opt.zero_grad(set_to_none=True)
         elbo, ll, kl_p, kl_w = self.elbo(gumbel, eps)
         elbo.backward()
+        grads = {}
         for name, t in (("X", self.x), ("mu", self.mu), ("rho", self.rho)):
-            t.grad.numpy().astype("<f8").tofile(os.path.join(self.dir, "grad_" + name + ".f64"))
+            grads[name] = t.grad.detach().clone()
+            t.grad.numpy().astype("<f8").tofile(
+                os.path.join(pr.dir, "grad_%s_%s.f64" % (self.variant, name)))
         self.opt.zero_grad(set_to_none=True)
-        return {"elbo": elbo.item(), "loglik": ll.item(), "kl_p": kl_p.item(), "kl_w": kl_w.item()}
+        out = {"elbo": elbo.item(), "loglik": ll.item(), "kl_p": kl_p.item(), "kl_w": kl_w.item()}
+        return out, grads
 
     def step(self):
         """One ELBO gradient step with fresh noise."""
-        u = torch.rand(self.worms, self.n, self.n, dtype=torch.float64)
+        pr = self.prob
+        u = torch.rand(pr.worms, pr.n, pr.n, dtype=torch.float64, generator=self.gen)
         u.clamp_(min=torch.finfo(torch.float64).tiny)
         gumbel = -torch.log(-torch.log(u))
-        eps = torch.randn(self.e, dtype=torch.float64)
+        eps = torch.randn(pr.e, dtype=torch.float64, generator=self.gen)
         self.opt.zero_grad(set_to_none=True)
         elbo, _, _, _ = self.elbo(gumbel, eps)
         (-elbo).backward()
@@ -134,39 +218,77 @@ class Problem:
 
 
 def serve(prob):
-    print(json.dumps({"ready": True, "torch": torch.__version__, "threads": torch.get_num_threads()}), flush=True)
+    refs = {}
+
+    def ref(name):
+        if name not in refs:
+            refs[name] = Reference(prob, name)
+        return refs[name]
+
+    reply({"ready": True, "torch": torch.__version__, "threads": torch.get_num_threads()})
     for line in sys.stdin:
-        cmd = line.strip()
-        if cmd == "check":
-            out = prob.check()
-        elif cmd == "step":
-            wall, cpu = prob.timed_step()
-            out = {"wall": wall, "cpu": cpu}
-        elif cmd == "quit":
+        words = line.split()
+        cmd = words[0] if words else ""
+        if cmd == "quit":
             return
-        else:
-            out = {"error": "unknown command %r" % cmd}
-        print(json.dumps(out), flush=True)
+        if len(words) > 2:
+            reply({"error": "bad command %r" % line.strip()})
+            continue
+        variant = words[1] if len(words) == 2 else "naive"
+        try:
+            if cmd == "check":
+                out, _ = ref(variant).check()
+            elif cmd == "step":
+                wall, cpu = ref(variant).timed_step()
+                out = {"wall": wall, "cpu": cpu}
+            else:
+                out = {"error": "unknown command %r" % line.strip()}
+        except ValueError as e:
+            out = {"error": str(e)}
+        reply(out)
 
 
-def standalone(prob, warmup=3, reps=10):
-    print("check:", json.dumps(prob.check()))
-    for _ in range(warmup):
-        prob.step()
-    walls = [prob.timed_step()[0] for _ in range(reps)]
-    print("torch %s, %d threads: median %.1f ms/step over %d reps (min %.1f, max %.1f)" % (
-        torch.__version__, torch.get_num_threads(), 1e3 * statistics.median(walls), reps,
-        1e3 * min(walls), 1e3 * max(walls)))
+def rel_diff(a, b):
+    return (a - b).abs().max().item() / max(b.abs().max().item(), 1e-300)
+
+
+def standalone(prob, variants, warmup=3, reps=10):
+    refs = [Reference(prob, v) for v in variants]
+    checks = []
+    for r in refs:
+        out, grads = r.check()
+        checks.append((out, grads))
+        print("check %s: %s" % (r.variant, json.dumps(out)))
+    if len(refs) == 2:
+        (o1, g1), (o2, g2) = checks
+        print("%s against %s: ELBO %.2e relative; gradients (max abs diff / max abs) X %.2e, mu %.2e, rho %.2e" % (
+            refs[1].variant, refs[0].variant, abs(o2["elbo"] - o1["elbo"]) / abs(o1["elbo"]),
+            rel_diff(g2["X"], g1["X"]), rel_diff(g2["mu"], g1["mu"]), rel_diff(g2["rho"], g1["rho"])))
+    for r in refs:
+        for _ in range(warmup):
+            r.step()
+        walls = [r.timed_step()[0] for _ in range(reps)]
+        print("torch %s, %s, %d threads: median %.1f ms/step over %d reps (min %.1f, max %.1f)" % (
+            torch.__version__, r.variant, torch.get_num_threads(), 1e3 * statistics.median(walls), reps,
+            1e3 * min(walls), 1e3 * max(walls)))
 
 
 def main():
-    if len(sys.argv) < 2:
-        sys.exit("usage: step_torch.py DIR [--serve]")
-    prob = Problem(sys.argv[1])
-    if "--serve" in sys.argv[2:]:
+    args = sys.argv[1:]
+    if not args or args[0].startswith("-"):
+        sys.exit("usage: step_torch.py DIR [--serve | --variant naive|suffstats|both]")
+    variants = list(VARIANTS)
+    if "--variant" in args:
+        i = args.index("--variant")
+        if i + 1 >= len(args) or args[i + 1] not in VARIANTS + ("both",):
+            sys.exit("--variant needs one of naive, suffstats, both")
+        if args[i + 1] != "both":
+            variants = [args[i + 1]]
+    prob = Problem(args[0])
+    if "--serve" in args[1:]:
         serve(prob)
     else:
-        standalone(prob)
+        standalone(prob, variants)
 
 
 if __name__ == "__main__":
