@@ -64,6 +64,38 @@
 // close to uniform over permutations for τ_prior of order 1 and above, and
 // the two engines then aim at nearly, not exactly, the same posterior.
 //
+// # Amortized models
+//
+// Some models give every data point x_n latents of its own, z_n (a local
+// site), besides latents g shared by the whole data set (a global site):
+//
+//	p(x, z, g) = p(g) Π_n p(z_n) p(x_n | z_n, g).
+//
+// Such a model implements Amortized: Sites declares the global sites (as
+// in Model; possibly none), LocalSites the sites of one data point, a
+// *CatSite (D independent categoricals of C classes, uniform or with prior
+// logits) or a *RealSite with the shape of one data point's value, N the
+// number of data points, Observe the observations of a minibatch (one row
+// per point; errors for data the model cannot use name the point) and
+// LogLik the per-point log p(x_n | z_n, g) of a minibatch, shape (K, B),
+// read from a BatchSample: z.Cat("z") has shape (K, B, D, C), a local
+// z.Real shape (K, B, Shape...), a global site its usual shape, z.X() the
+// observations. A model with parameters of its own (a VAE's decoder) also
+// implements Parametric. CheckAmortized validates the sites with errors
+// naming them, as Check does.
+//
+// Variational inference fits it with an amortized guide (package vi,
+// FitAmortized): an encoder network maps x_n to the parameters of
+// q(z_n | x_n), so that the number of variational parameters does not grow
+// with N, and the ELBO
+//
+//	ELBO = Σ_n E_q[log p(x_n | z_n, g) − log q(z_n | x_n)/p(z_n)] − KL(q(g) ‖ p(g))
+//
+// is a sum over data points plus a global term, which a minibatch B
+// estimates without bias as (N/|B|) Σ_{n∈B} ELBO_n − KL(q(g) ‖ p(g)): the
+// local terms are scaled to the full data set, the global one is counted
+// once. MCMC and exact enumeration do not run amortized models.
+//
 // # Fast paths
 //
 // Engines evaluate LogLik on one-hot matrices when they need the value at an

@@ -93,4 +93,51 @@
 // spends the steps saved on further fits, within Starts·Steps steps in all;
 // with an annealed τ the ELBO also moves with τ, so restarts suit a
 // constant τ best.
+//
+// # Amortized models
+//
+// FitAmortized fits a models.Amortized, a model with latents z_n per data
+// point (local sites) and possibly latents g shared by all (global sites).
+// The local guide is amortized: a user network, the Encoder, maps the
+// observations x_n to the parameters of q(z_n | x_n), logits for a
+// categorical site and a mean and log standard deviation for a real one,
+// and is trained jointly with the model's own parameters
+// (models.Parametric, e.g. a decoder) and the global guides (those of
+// FitModel). Each step takes a minibatch B of the shuffled data set and
+// minimises
+//
+//	−ELBO_B/N,   ELBO_B = (N/|B|) Σ_{n∈B} [ (1/K) Σ_k log p(x_n | z_n⁽ᵏ⁾, g⁽ᵏ⁾) − D_n ] − D_g,
+//
+// an unbiased estimate of −ELBO/N: the local terms are scaled to the full
+// data set and the global divergence D_g is counted once; dividing by N
+// keeps the learning rate independent of N. The loop is that of package
+// models/nn/train: epochs in the order EpochRand(Seed, e), the step's
+// randomness from StepRand(Seed, s) (first for the model's Observe, then
+// the global and local noise), Adam, atomic checkpoints and bit-exact
+// resumption after kill -9.
+//
+// A categorical site's relaxed sample is y = softmax(u), u = (l + g)/τ with
+// l the encoder's logits, g standard Gumbel noise and τ the step's
+// temperature (Tau, annealed by step); the estimators differ in the node
+// and its divergence D_n:
+//
+//   - GumbelSoftmax (Jang et al. 2016): the analytic KL of the categorical
+//     q(z_n | x_n) = softmax(l) to the categorical prior, Σ q log(q/p). It
+//     targets the discrete model's prior but is not the KL of the relaxed
+//     node, so at τ > 0 the objective is not a bound.
+//   - Concrete (Maddison et al. 2016): the node is y, with the prior
+//     Concrete(p, τ_prior) and the single-sample log-ratio of the Concrete
+//     densities, evaluated on log y. It targets a relaxed model whose prior
+//     is the Concrete, and is a bound on that model's evidence.
+//   - GumbelSpace (Mena et al. 2018, appendix): the node is u, with prior
+//     (l₀ + g')/τ_prior (l₀ the prior logits as given, 0 for uniform) and
+//     the closed-form KL between Gumbels; since y = softmax(u), its ELBO is
+//     below the Concrete one (data processing inequality), as the
+//     Gumbel-Sinkhorn guides' is for permutations.
+//
+// τ_prior follows τ unless TauPrior is set. Held-out evaluation
+// (Validation, EvalAmortized) reports the negative ELBO per data point of
+// the discrete model, with exact one-hot draws z ~ q and the analytic KL,
+// whatever the training estimator, so that the three are compared on the
+// same scale.
 package vi

@@ -64,15 +64,21 @@
 //
 // # Relation to the models contract
 //
-// In the vocabulary of package models each image has its own latent site z_n
-// (a categorical of L×C, here), and variational inference would give every
-// site its own variational parameters, as vi.FitModel does for permutation and
-// real sites. An amortized guide replaces those N sets of parameters by one
-// function, q(z_n | x_n) = q(z_n; l(x_n)), whose weights are shared by every
-// site. The ELBO is then a sum over independent data points and a minibatch
-// gives an unbiased estimate of it, which is why this model trains with the
-// minibatch loop of package models/nn/train rather than with vi.FitModel,
-// which fits all sites of one model jointly.
+// In the vocabulary of package models each image has its own latent site
+// z_n, a categorical of L×C, and the decoder's weights are parameters of
+// the model. Amortized is the VAE on a set of images as a
+// models.Amortized: local site "z" (a models.CatSite with the uniform
+// prior), the decoder's Bernoulli as LogLik, the decoder's weights as its
+// own parameters (models.Parametric), and Observe the dynamic binarization.
+// Model.Encoder is its amortized guide: q(z_n | x_n) = q(z_n; l(x_n)),
+// one function whose weights all data points share in place of N sets of
+// variational parameters. vi.FitAmortized then trains it with the scaled
+// minibatch ELBO, the estimator Config.Estimator.CatEstimator() and
+// TauPrior Config.PriorTemp; its loss for a step is Task's, computed by a
+// separate code path (equal to 10⁻¹² relative, in value and gradient, for
+// the same random source), and its parameters are Model.Params() in the
+// same order. Task and train.Run remain the path of examples/vae, whose
+// checkpoints they wrote.
 //
 // # Evaluation
 //
