@@ -61,6 +61,13 @@ func perturb(x mat.Matrix, n int, rng *rand.Rand) *mat.Dense {
 	return mat.NewDense(n, n, d)
 }
 
+// Validate returns an error if X is not a square matrix free of NaN and
+// +Inf. (A mask that admits no permutation is only found by Rand.)
+func (g GumbelMatching) Validate() error {
+	_, err := validMatrix("GumbelMatching", g.X)
+	return err
+}
+
 // Rand draws one permutation M(X + ε), taking N² Gumbel draws from rng (nil:
 // the global source) in row-major order.
 func (g GumbelMatching) Rand(rng *rand.Rand) (perm.Perm, error) {

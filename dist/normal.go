@@ -109,6 +109,17 @@ func stdNormal(rng *rand.Rand) float64 {
 	return rng.NormFloat64()
 }
 
+// FillNormal fills dst with independent standard normal samples, drawn in
+// order from rng (nil: the global source) by its NormFloat64, and returns
+// dst. It is the noise of every reparameterized Gaussian sample in permlab,
+// μ + σ ⊙ ε, and the twin of FillGumbel.
+func FillNormal(dst []float64, rng *rand.Rand) []float64 {
+	for i := range dst {
+		dst[i] = stdNormal(rng)
+	}
+	return dst
+}
+
 // NormalVar is a diagonal normal distribution whose parameters are values on
 // an ad tape: location Mu and log standard deviation LogSigma (unconstrained,
 // as a variational family needs; for σ given directly pass ad.Log(sigma)).
@@ -166,11 +177,7 @@ func normalNoise(t *ad.Tape, rng *rand.Rand, shape ...int) *ad.Tensor {
 	for _, d := range shape {
 		size *= d
 	}
-	eps := &ad.Tensor{Shape: append([]int{}, shape...), Data: t.Alloc(size)}
-	for i := range eps.Data {
-		eps.Data[i] = stdNormal(rng)
-	}
-	return eps
+	return &ad.Tensor{Shape: append([]int{}, shape...), Data: FillNormal(t.Alloc(size), rng)}
 }
 
 // RsampleNoise is Rsample with the standard normal noise ε given: it

@@ -200,3 +200,17 @@ func TestNormalVar(t *testing.T) {
 		assert.Error(t, tp.Err())
 	})
 }
+
+// FillNormal is the generator's NormFloat64 stream, in order, and the
+// noise of NormalVar.Rsample.
+func TestFillNormal(t *testing.T) {
+	got := FillNormal(make([]float64, 7), rand.New(rand.NewPCG(3, 4)))
+	rng := rand.New(rand.NewPCG(3, 4))
+	for i, v := range got {
+		assert.Equal(t, rng.NormFloat64(), v, "draw %d", i)
+	}
+	tp := ad.NewTape()
+	y := NormalVar{tp.ConstScalar(0), tp.ConstScalar(0)}.Rsample(rand.New(rand.NewPCG(3, 4)))
+	require.NoError(t, tp.Err())
+	assert.Equal(t, got[:1], y.Value())
+}

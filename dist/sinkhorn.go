@@ -41,22 +41,39 @@ type GumbelSinkhornSample struct {
 	Hard perm.Perm  // M(X + ε), the matching GS tends to as τ → 0
 }
 
+// Validate returns an error if the parameters do not define a
+// distribution: X must be a non-empty square matrix free of NaN and +Inf,
+// τ finite and > 0, and Iters >= 1.
+func (g GumbelSinkhorn) Validate() error {
+	_, err := g.validate()
+	return err
+}
+
+// validate checks the parameters and returns N.
+func (g GumbelSinkhorn) validate() (int, error) {
+	n, err := validMatrix("GumbelSinkhorn", g.X)
+	if err != nil {
+		return 0, err
+	}
+	if err := validTemp("GumbelSinkhorn", g.Tau); err != nil {
+		return 0, err
+	}
+	if g.Iters < 1 {
+		return 0, fmt.Errorf("dist: GumbelSinkhorn: Iters must be >= 1, got %d", g.Iters)
+	}
+	if n == 0 {
+		return 0, fmt.Errorf("dist: GumbelSinkhorn: empty matrix")
+	}
+	return n, nil
+}
+
 // Rand draws one sample, taking N² Gumbel draws from rng (nil: the global
 // source) in row-major order; with the same rng state GumbelMatching.Rand
 // returns the same Hard permutation.
 func (g GumbelSinkhorn) Rand(rng *rand.Rand) (GumbelSinkhornSample, error) {
-	n, err := validMatrix("GumbelSinkhorn", g.X)
+	n, err := g.validate()
 	if err != nil {
 		return GumbelSinkhornSample{}, err
-	}
-	if err := validTemp("GumbelSinkhorn", g.Tau); err != nil {
-		return GumbelSinkhornSample{}, err
-	}
-	if g.Iters < 1 {
-		return GumbelSinkhornSample{}, fmt.Errorf("dist: GumbelSinkhorn: Iters must be >= 1, got %d", g.Iters)
-	}
-	if n == 0 {
-		return GumbelSinkhornSample{}, fmt.Errorf("dist: GumbelSinkhorn: empty matrix")
 	}
 	xe := perturb(g.X, n, rng)
 	soft, err := relax.Sinkhorn(xe, g.Tau, g.Iters)
@@ -70,6 +87,31 @@ func (g GumbelSinkhorn) Rand(rng *rand.Rand) (GumbelSinkhornSample, error) {
 	var z mat.Dense
 	z.Scale(1/g.Tau, xe)
 	return GumbelSinkhornSample{Soft: soft, Z: &z, Hard: hard}, nil
+}
+
+// RandSoft draws only the relaxed view S((X + ε)/τ) of a sample, with the
+// same N² draws from rng as Rand (so, from the same rng state, it equals
+// Rand's Soft), into dst (allocated when nil; otherwise it must be N×N) and
+// returns it. It skips the matching that Rand solves for Hard, the cost
+// that dominates Rand for large N, and suits Monte Carlo averages of
+// relaxed samples such as the posterior mean E[S((X + ε)/τ)].
+func (g GumbelSinkhorn) RandSoft(dst *mat.Dense, rng *rand.Rand) (*mat.Dense, error) {
+	n, err := g.validate()
+	if err != nil {
+		return nil, err
+	}
+	if err := birkhoffCheckDst("GumbelSinkhorn.RandSoft", dst, n); err != nil {
+		return nil, err
+	}
+	soft, err := relax.Sinkhorn(perturb(g.X, n, rng), g.Tau, g.Iters)
+	if err != nil {
+		return nil, fmt.Errorf("dist: GumbelSinkhorn: %w", err)
+	}
+	if dst == nil {
+		return soft, nil
+	}
+	dst.Copy(soft)
+	return dst, nil
 }
 
 // GumbelSinkhornVar is GS(X, τ) with X a value on an ad tape, of shape
@@ -173,7 +215,11 @@ func (g GumbelSinkhornVar) Rsample(rng *rand.Rand, k int) GumbelSinkhornVarSampl
 
 // RsampleNoise is Rsample with the standard Gumbel noise ε given, of shape
 // (k, shape of X). It lets a caller hold the noise fixed (a gradient check)
-// or share it with other computations.
+// or share it with other computations. An entry of ε may be −∞: like a −∞
+// entry of X it forbids its pair, in that sample only, and passes no
+// gradient to X. A caller with fixed candidate masks can so keep X finite
+// and set the forbidden entries of a reused noise buffer to −∞ once,
+// drawing only the allowed ones.
 func (g GumbelSinkhornVar) RsampleNoise(eps *ad.Tensor) GumbelSinkhornVarSample {
 	t, n, ok := g.check("RsampleNoise")
 	if !ok {

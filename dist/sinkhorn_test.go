@@ -11,6 +11,7 @@ import (
 
 	"github.com/permlab/permlab/ad"
 	"github.com/permlab/permlab/perm"
+	"github.com/permlab/permlab/relax"
 )
 
 func randMatrix(rng *rand.Rand, n int) *mat.Dense {
@@ -265,6 +266,99 @@ func BenchmarkGumbelSinkhornVar(b *testing.B) {
 		s := GumbelSinkhornVar{X: tp.Param(x), Tau: 0.5, Iters: 20}.Rsample(rng, k)
 		if err := tp.Backward(ad.Sum(s.Soft)); err != nil {
 			b.Fatal(err)
+		}
+	}
+}
+
+// RandSoft is Rand's Soft from the same draws, written into dst when given.
+func TestGumbelSinkhornRandSoft(t *testing.T) {
+	const n = 5
+	x := randMatrix(rand.New(rand.NewPCG(1, 1)), n)
+	x.Set(1, 3, math.Inf(-1))
+	g := GumbelSinkhorn{X: x, Tau: 0.7, Iters: 40}
+	r1, r2 := rand.New(rand.NewPCG(2, 2)), rand.New(rand.NewPCG(2, 2))
+	dst := mat.NewDense(n, n, nil)
+	for k := range 3 {
+		want, err := g.Rand(r1)
+		require.NoError(t, err)
+		got, err := g.RandSoft(dst, r2)
+		require.NoError(t, err)
+		assert.Same(t, dst, got)
+		assert.Equal(t, want.Soft.RawMatrix().Data, got.RawMatrix().Data, "sample %d", k)
+	}
+	got, err := g.RandSoft(nil, rand.New(rand.NewPCG(2, 2)))
+	require.NoError(t, err)
+	first, err := g.Rand(rand.New(rand.NewPCG(2, 2)))
+	require.NoError(t, err)
+	assert.Equal(t, first.Soft.RawMatrix().Data, got.RawMatrix().Data)
+
+	_, err = g.RandSoft(mat.NewDense(n-1, n-1, nil), nil)
+	assert.Error(t, err, "wrong dst size")
+	for _, bad := range []GumbelSinkhorn{
+		{X: x, Tau: 0, Iters: 5},
+		{X: x, Tau: 1, Iters: 0},
+		{X: nil, Tau: 1, Iters: 5},
+		{X: &mat.Dense{}, Tau: 1, Iters: 5},
+	} {
+		_, err := bad.RandSoft(nil, nil)
+		assert.Error(t, err, "%+v", bad)
+		assert.Error(t, bad.Validate(), "%+v", bad)
+	}
+	assert.NoError(t, g.Validate())
+}
+
+// A −∞ entry of the noise forbids its pair in that sample: the sample and
+// the gradient equal, to the last bit, those of masking X + ε after the
+// sum (the gradient of a pair forbidden in every sample is exactly 0), and
+// the hard samples avoid the pair.
+func TestGumbelSinkhornVarForbiddenNoise(t *testing.T) {
+	const k, b, n, tau, iters = 3, 2, 4, 0.6, 25
+	rng := rand.New(rand.NewPCG(20, 20))
+	xt := &ad.Tensor{Shape: []int{b, n, n}, Data: FillNormal(make([]float64, b*n*n), rng)}
+	eps, err := GumbelNoise(rng, k, b, n, n)
+	require.NoError(t, err)
+	w := &ad.Tensor{Shape: []int{k * b, n, n}, Data: FillNormal(make([]float64, k*b*n*n), rng)}
+	keep := make([]bool, k*b*n*n)
+	for i := range keep {
+		keep[i] = true
+	}
+	forbidAll := []int{0*n + 1, n*n + 2*n + 3} // pairs forbidden in every sample
+	for s := range k {
+		for _, e := range forbidAll {
+			keep[s*b*n*n+e] = false
+		}
+	}
+	keep[1*b*n*n+n*n+0] = false // matrix 1, pair (0, 0), in sample 1 only
+	epsInf := &ad.Tensor{Shape: eps.Shape, Data: append([]float64(nil), eps.Data...)}
+	for i, ok := range keep {
+		if !ok {
+			epsInf.Data[i] = math.Inf(-1)
+		}
+	}
+
+	p1 := ad.NewParam("X", &ad.Tensor{Shape: xt.Shape, Data: append([]float64(nil), xt.Data...)})
+	tp := ad.NewTape()
+	s := GumbelSinkhornVar{X: tp.Param(p1), Tau: tau, Iters: iters}.RsampleNoise(epsInf)
+	require.NoError(t, tp.Backward(ad.Sum(ad.Mul(s.Soft, tp.Const(w)))))
+
+	p2 := ad.NewParam("X", &ad.Tensor{Shape: xt.Shape, Data: append([]float64(nil), xt.Data...)})
+	tp2 := ad.NewTape()
+	z := ad.Mask(ad.Add(tp2.Const(eps), tp2.Param(p2)), keep, math.Inf(-1))
+	soft := relax.SinkhornVar(ad.Reshape(z, -1, n, n), tau, iters)
+	require.NoError(t, tp2.Backward(ad.Sum(ad.Mul(soft, tp2.Const(w)))))
+
+	assert.Equal(t, soft.Value(), s.Soft.Value())
+	assert.Equal(t, p2.Grad.Data, p1.Grad.Data)
+	for _, e := range forbidAll {
+		assert.Equal(t, 0.0, p1.Grad.Data[e])
+	}
+	assert.NotZero(t, p1.Grad.Data[n*n], "a pair forbidden in one sample only still learns from the others")
+
+	hard, err := s.Hard()
+	require.NoError(t, err)
+	for i, p := range hard {
+		for r, c := range p {
+			assert.True(t, keep[i*n*n+r*n+c], "sample %d matrix %d: forbidden pair (%d, %d)", i/b, i%b, r, c)
 		}
 	}
 }

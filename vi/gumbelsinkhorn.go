@@ -11,7 +11,6 @@ import (
 	"github.com/permlab/permlab/ad/optim"
 	"github.com/permlab/permlab/dist"
 	"github.com/permlab/permlab/perm"
-	"github.com/permlab/permlab/relax"
 )
 
 // GumbelSinkhorn is a guide for B latent N×N permutations with
@@ -136,17 +135,24 @@ func (g *GumbelSinkhorn) Rsample(t *ad.Tape, s Step) (*ad.Var, Divergence, error
 	if g.noise == nil || len(g.noise.Data) != s.K*size {
 		g.noise = ad.Zeros(s.K, g.b, g.n, g.n)
 		if g.allowed != nil {
+			// A forbidden entry's noise is −∞ once and for all: it
+			// makes the pair −∞ in every sample of
+			// dist.GumbelSinkhornVar, with no gradient to X.
 			g.keepK = make([]bool, s.K*size)
 			for k := 0; k < s.K; k++ {
 				copy(g.keepK[k*size:], g.allowed)
+			}
+			for i, keep := range g.keepK {
+				if !keep {
+					g.noise.Data[i] = math.Inf(-1)
+				}
 			}
 		}
 	}
 	if g.keepK == nil {
 		dist.FillGumbel(g.noise.Data, s.Rng)
 	} else {
-		// Forbidden entries are −∞ whatever the noise: draw only the
-		// allowed ones.
+		// Draw only the allowed entries.
 		for i, keep := range g.keepK {
 			if keep {
 				g.noise.Data[i] = dist.StandardGumbel(s.Rng)
@@ -154,12 +160,8 @@ func (g *GumbelSinkhorn) Rsample(t *ad.Tape, s Step) (*ad.Var, Divergence, error
 		}
 	}
 	x := t.Param(g.X)
-	z := ad.Add(t.Const(g.noise), x) // (K, B, N, N)
-	if g.allowed != nil {
-		z = ad.Mask(z, g.keepK, math.Inf(-1))
-	}
-	p := relax.SinkhornVar(ad.Reshape(z, s.K*g.b, g.n, g.n), tau, g.Iters)
-	p = ad.Reshape(p, s.K, g.b, g.n, g.n)
+	q := dist.GumbelSinkhornVar{X: x, Tau: tau, Iters: g.Iters}
+	p := ad.Reshape(q.RsampleNoise(g.noise).Soft, s.K, g.b, g.n, g.n)
 	var d Divergence
 	if !g.NoKL {
 		kl, err := g.kl(t, x, tau)
@@ -220,21 +222,15 @@ func (g *GumbelSinkhorn) Mean(samples, step int, rng *rand.Rand) ([]*mat.Dense, 
 	tau := g.Tau.At(step)
 	n := g.n
 	out := make([]*mat.Dense, g.b)
-	noisy := mat.NewDense(n, n, nil)
+	soft := mat.NewDense(n, n, nil)
 	for b := 0; b < g.b; b++ {
-		x := g.Logits(b)
+		q := dist.GumbelSinkhorn{X: g.Logits(b), Tau: tau, Iters: g.Iters}
 		acc := mat.NewDense(n, n, nil)
 		for k := 0; k < samples; k++ {
-			raw := noisy.RawMatrix().Data
-			dist.FillGumbel(raw, rng)
-			for i, v := range x.RawMatrix().Data {
-				raw[i] += v
-			}
-			s, err := relax.Sinkhorn(noisy, tau, g.Iters)
-			if err != nil {
+			if _, err := q.RandSoft(soft, rng); err != nil {
 				return nil, err
 			}
-			acc.Add(acc, s)
+			acc.Add(acc, soft)
 		}
 		acc.Scale(1/float64(samples), acc)
 		out[b] = acc

@@ -251,9 +251,7 @@ func (g *realNormal) Rsample(t *ad.Tape, s Step) (*ad.Var, Divergence, error) {
 	if g.eps == nil || len(g.eps.Data) != s.K*d {
 		g.eps = ad.Zeros(s.K, d)
 	}
-	for i := range g.eps.Data {
-		g.eps.Data[i] = s.Rng.NormFloat64()
-	}
+	dist.FillNormal(g.eps.Data, s.Rng)
 	q := dist.NormalVar{Mu: t.Param(g.Mu), LogSigma: t.Param(g.LogSigma)}
 	flat := q.RsampleNoise(g.eps) // (K, D)
 	z := ad.Reshape(flat, append([]int{s.K}, g.site.Shape...)...)

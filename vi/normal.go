@@ -5,6 +5,7 @@ import (
 	"math"
 
 	"github.com/permlab/permlab/ad"
+	"github.com/permlab/permlab/dist"
 )
 
 // Normal is a mean-field Gaussian guide over a vector of D latents,
@@ -76,23 +77,17 @@ func softplus(x float64) float64 {
 	return math.Log1p(math.Exp(x))
 }
 
-// Rsample implements Guide: z = μ + σ ⊙ ε with ε ~ N(0, I), shape (K, D).
+// Rsample implements Guide: z = μ + σ ⊙ ε with ε ~ N(0, I), shape (K, D),
+// and the closed-form KL of dist.KLNormalStdVar.
 func (g *Normal) Rsample(t *ad.Tape, s Step) (*ad.Var, Divergence, error) {
 	d := len(g.Mu.Value.Data)
 	if g.eps == nil || len(g.eps.Data) != s.K*d {
 		g.eps = ad.Zeros(s.K, d)
 	}
-	for i := range g.eps.Data {
-		g.eps.Data[i] = s.Rng.NormFloat64()
-	}
+	dist.FillNormal(g.eps.Data, s.Rng)
 	mu := t.Param(g.Mu)
 	sigma := ad.Softplus(t.Param(g.Rho))
 	z := ad.Add(ad.Mul(t.Const(g.eps), sigma), mu)
-	// KL in closed form.
-	v := g.PriorStd * g.PriorStd
-	kl := ad.Sum(ad.Sub(
-		ad.Scale(ad.Add(ad.Square(sigma), ad.Square(mu)), 1/(2*v)),
-		ad.Log(sigma)))
-	kl = ad.AddConst(kl, float64(d)*(math.Log(g.PriorStd)-0.5))
+	kl := dist.KLNormalStdVar(mu, sigma, 0, g.PriorStd)
 	return z, Divergence{KL: kl}, t.Err()
 }

@@ -19,7 +19,8 @@ backward pass by autograd, and one torch.optim.Adam update:
              P = sinkhorn((g tiled S times, sample-major + noise) / tau)
              loss = mean((P^T @ xt - x)^2)
 
-with sinkhorn the log-domain loop (rows, then columns, L times, then exp).
+with sinkhorn the log-domain loop (rows, then columns, L times, then exp) of
+benchmarks/internal/torchref/sinkhorn.py.
 
 Serve protocol (one command per line on stdin, one JSON line on stdout):
     check  -> {"loss": ...}; the gradients and the parameters after the
@@ -43,20 +44,19 @@ def reply(obj):
     sys.stdout.flush()
 
 
+# The shared Sinkhorn loop lives in benchmarks/internal/torchref; importing
+# it must not leave __pycache__ directories in the repository.
+sys.dont_write_bytecode = True
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "internal"))
+
 try:
     import numpy as np
     import torch
     import torch.nn.functional as F
+    from torchref.sinkhorn import sinkhorn
 except ImportError as e:  # reported to the Go side, which times Go alone
-    reply({"error": "cannot import torch/numpy: %s" % e})
+    reply({"error": "cannot import torch/numpy/torchref: %s" % e})
     sys.exit(3)
-
-
-def sinkhorn(z, iters):
-    for _ in range(iters):
-        z = z - torch.logsumexp(z, dim=2, keepdim=True)
-        z = z - torch.logsumexp(z, dim=1, keepdim=True)
-    return torch.exp(z)
 
 
 class Problem:

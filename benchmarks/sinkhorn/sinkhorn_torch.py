@@ -16,6 +16,9 @@ torch.set_num_threads(threads):
         z = z - logsumexp(z, dim=1, keepdim=True)   # columns
     S = exp(z); loss = sum(S * R); loss.backward()
 
+(the loop of benchmarks/internal/torchref/sinkhorn.py, shared with the
+other harnesses).
+
 With "forward": true in header.json the step is the loop alone under
 torch.no_grad(), and check writes S only.
 
@@ -40,11 +43,17 @@ def reply(obj):
     sys.stdout.flush()
 
 
+# The shared Sinkhorn loop lives in benchmarks/internal/torchref; importing
+# it must not leave __pycache__ directories in the repository.
+sys.dont_write_bytecode = True
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "internal"))
+
 try:
     import numpy as np
     import torch
+    from torchref.sinkhorn import sinkhorn
 except ImportError as e:  # reported to the Go side, which times Go alone
-    reply({"error": "cannot import torch/numpy: %s" % e})
+    reply({"error": "cannot import torch/numpy/torchref: %s" % e})
     sys.exit(3)
 
 
@@ -69,18 +78,10 @@ class Problem:
     def step(self):
         if self.forward:
             with torch.no_grad():
-                z = self.x / self.tau
-                for _ in range(self.iters):
-                    z = z - torch.logsumexp(z, dim=2, keepdim=True)
-                    z = z - torch.logsumexp(z, dim=1, keepdim=True)
-                s = torch.exp(z)
+                s = sinkhorn(self.x / self.tau, self.iters)
             return s, None, (s * self.r).sum().item()
         x = self.x.clone().requires_grad_(True)
-        z = x / self.tau
-        for _ in range(self.iters):
-            z = z - torch.logsumexp(z, dim=2, keepdim=True)
-            z = z - torch.logsumexp(z, dim=1, keepdim=True)
-        s = torch.exp(z)
+        s = sinkhorn(x / self.tau, self.iters)
         loss = (s * self.r).sum()
         loss.backward()
         return s.detach(), x.grad, loss.item()
