@@ -553,9 +553,60 @@ func categoricalKL(l, logPrior *ad.Var) *ad.Var {
 	return ad.Mul(ad.Exp(logq), ad.Sub(logq, logPrior))
 }
 
-// catDivergence returns the divergence term of estimator e, summed over the
-// batch and averaged over the K samples, for logits l (B, D, C) and the
-// Gumbel-space samples u = (l + g)/τ (K, B, D, C).
+// CatDivergence records on t the divergence term D of estimator e for the
+// categorical site s, summed over the B data points of a minibatch and
+// averaged over the K samples: l are the logits of q(z | x), of shape
+// (B, D, C) or (B, D·C), and u = (l + g)/τ the Gumbel-space samples drawn
+// from them with standard Gumbel noise g, of shape (K, B, D, C) or any
+// shape of K·B·D·C values. tau is the temperature τ of the samples and
+// tauPrior the prior's τ_prior (for Concrete and GumbelSpace). It is the
+// term FitAmortized subtracts from the likelihood; by estimator,
+//
+//	GumbelSoftmax  Σ_{n,d} Σ_c q_ndc (log q_ndc − log p_dc)          (u unused)
+//	Concrete       (1/K) Σ_k Σ_{n,d} [log q_τ(x) − log p_τprior(x)],  x = log softmax(u_k)
+//	GumbelSpace    Σ_{n,d,c} KL(Gumbel(l/τ, 1/τ) ‖ Gumbel(l₀/τ_prior, 1/τ_prior))  (u unused)
+//
+// with q = softmax(l), p the prior, q_τ and p_τprior the ExpConcrete
+// densities of temperatures τ and τ_prior and locations l and the prior
+// logits l₀ (see the package documentation, "Amortized models"). Shapes
+// that do not fit s, a temperature that is not positive and finite and an
+// invalid site or estimator are errors. Gradients flow to l and u.
+func CatDivergence(t *ad.Tape, e CatEstimator, s *models.CatSite, l, u *ad.Var, tau, tauPrior float64) (*ad.Var, error) {
+	switch {
+	case t == nil || l == nil || u == nil || s == nil:
+		return nil, errors.New("vi: CatDivergence: nil tape, site, logits or samples")
+	case e < 0 || int(e) >= len(catEstimatorNames):
+		return nil, fmt.Errorf("vi: CatDivergence: unknown %v", e)
+	case s.D < 1 || s.C < 2:
+		return nil, fmt.Errorf("vi: CatDivergence: site %q has D = %d, C = %d; want D >= 1, C >= 2", s.Name, s.D, s.C)
+	case len(s.PriorLogits) != 0 && len(s.PriorLogits) != s.C && len(s.PriorLogits) != s.D*s.C:
+		return nil, fmt.Errorf("vi: CatDivergence: site %q has %d prior logits, want 0, C = %d or D·C = %d", s.Name, len(s.PriorLogits), s.C, s.D*s.C)
+	case !(tau > 0) || math.IsInf(tau, 0) || !(tauPrior > 0) || math.IsInf(tauPrior, 0):
+		return nil, fmt.Errorf("vi: CatDivergence: temperatures τ = %v, τ_prior = %v must be positive and finite", tau, tauPrior)
+	}
+	for i, v := range s.PriorLogits {
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			return nil, fmt.Errorf("vi: CatDivergence: site %q: prior logit %d is %v", s.Name, i, v)
+		}
+	}
+	dc := s.D * s.C
+	if sh := l.Shape(); len(sh) < 2 || sh[0] < 1 || l.Size() != sh[0]*dc {
+		return nil, fmt.Errorf("vi: CatDivergence: logits of shape %v for site %q, want (B, %d, %d)", sh, s.Name, s.D, s.C)
+	}
+	b := l.Shape()[0]
+	if u.Size() == 0 || u.Size()%(b*dc) != 0 {
+		return nil, fmt.Errorf("vi: CatDivergence: samples of shape %v for logits of shape %v, want (K, %d, %d, %d)", u.Shape(), l.Shape(), b, s.D, s.C)
+	}
+	kk := u.Size() / (b * dc)
+	d := catDivergence(t, e, s, ad.Reshape(l, b, s.D, s.C), ad.Reshape(u, kk, b, s.D, s.C), kk, tau, tauPrior)
+	if err := t.Err(); err != nil {
+		return nil, fmt.Errorf("vi: CatDivergence: %w", err)
+	}
+	return d, nil
+}
+
+// catDivergence is CatDivergence for checked arguments: logits l (B, D, C)
+// and samples u (K, B, D, C).
 func catDivergence(t *ad.Tape, e CatEstimator, s *models.CatSite, l, u *ad.Var, kk int, tau, tauPrior float64) *ad.Var {
 	raw := ad.Zeros(s.D, s.C) // prior logits as given, 0 for uniform
 	for d := range s.D {

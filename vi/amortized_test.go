@@ -541,6 +541,73 @@ func TestCatDivergenceGradients(t *testing.T) {
 	}
 }
 
+// TestCatDivergenceExported checks that CatDivergence takes logits of
+// shape (B, D, C) or (B, D·C) and samples of any shape of K·B·D·C values,
+// inferring K, and gives the divergence of the fit's code path, and that it
+// rejects bad arguments with errors naming them.
+func TestCatDivergenceExported(t *testing.T) {
+	rng := rand.New(rand.NewPCG(6, 6))
+	l := ad.Zeros(2, 3, 4)
+	g := ad.Zeros(2, 2, 3, 4)
+	for i := range l.Data {
+		l.Data[i] = rng.NormFloat64()
+	}
+	for i := range g.Data {
+		g.Data[i] = -math.Log(-math.Log(rng.Float64()))
+	}
+	s := &models.CatSite{Name: "z", D: 3, C: 4, PriorLogits: []float64{0.5, -1, 0, 2}}
+	for _, e := range []CatEstimator{GumbelSoftmax, Concrete, GumbelSpace} {
+		tp := ad.NewTape()
+		lv := tp.Const(l)
+		u := ad.Scale(ad.Add(lv, tp.Const(g)), 1/0.7)
+		want := catDivergence(tp, e, s, lv, u, 2, 0.7, 0.4).Item()
+		got, err := CatDivergence(tp, e, s, ad.Reshape(lv, 2, 12), ad.Reshape(u, 4, 12), 0.7, 0.4)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if math.Float64bits(got.Item()) != math.Float64bits(want) {
+			t.Errorf("%v: CatDivergence %.17g, the fit's %.17g", e, got.Item(), want)
+		}
+		// K = 1: samples of the logits' shape.
+		err = ad.CheckGradient(func(tp *ad.Tape, xs []*ad.Var) *ad.Var {
+			u := ad.Scale(ad.Add(xs[0], tp.Const(&ad.Tensor{Shape: []int{2, 3, 4}, Data: g.Data[:24]})), 1/0.7)
+			d, err := CatDivergence(tp, e, s, xs[0], u, 0.7, 0.4)
+			if err != nil {
+				tp.Fail(err)
+				return tp.ConstScalar(math.NaN())
+			}
+			return d
+		}, l)
+		if err != nil {
+			t.Errorf("%v: %v", e, err)
+		}
+	}
+	tp := ad.NewTape()
+	lv, uv := tp.Const(l), tp.Const(g)
+	for _, c := range []struct {
+		name      string
+		e         CatEstimator
+		s         *models.CatSite
+		l, u      *ad.Var
+		tau, taup float64
+		want      string
+	}{
+		{"estimator", CatEstimator(7), s, lv, uv, 1, 1, "unknown CatEstimator(7)"},
+		{"one class", GumbelSoftmax, &models.CatSite{Name: "z", D: 12, C: 1}, lv, uv, 1, 1, "C >= 2"},
+		{"prior logits", GumbelSoftmax, &models.CatSite{Name: "z", D: 3, C: 4, PriorLogits: []float64{1, 2}}, lv, uv, 1, 1, "2 prior logits"},
+		{"NaN prior logit", GumbelSoftmax, &models.CatSite{Name: "z", D: 3, C: 4, PriorLogits: []float64{1, 2, math.NaN(), 0}}, lv, uv, 1, 1, "prior logit 2 is NaN"},
+		{"logits", Concrete, &models.CatSite{Name: "z", D: 2, C: 4}, lv, uv, 1, 1, "want (B, 2, 4)"},
+		{"samples", Concrete, s, lv, tp.Const(ad.Zeros(5, 4)), 1, 1, "samples of shape [5 4]"},
+		{"τ", GumbelSpace, s, lv, uv, 0, 1, "positive and finite"},
+		{"τ_prior", GumbelSpace, s, lv, uv, 1, math.Inf(1), "positive and finite"},
+		{"nil", GumbelSpace, nil, lv, uv, 1, 1, "nil"},
+	} {
+		if _, err := CatDivergence(tp, c.e, c.s, c.l, c.u, c.tau, c.taup); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: error %v, want one containing %q", c.name, err, c.want)
+		}
+	}
+}
+
 // TestGumbelSpaceKLWithPriorLogits checks the shifted closed-form KL of
 // the Gumbel-space estimator with prior logits against a Monte Carlo
 // estimate of E_q[log q(u) − log p(u)].

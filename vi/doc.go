@@ -135,7 +135,10 @@
 //     below the Concrete one (data processing inequality), as the
 //     Gumbel-Sinkhorn guides' is for permutations.
 //
-// τ_prior follows τ unless TauPrior is set. Held-out evaluation
+// τ_prior follows τ unless TauPrior is set. CatDivergence computes D_n,
+// summed over a minibatch, from given logits and samples, for code that
+// records a loss of its own on the same terms (package models/vae's
+// LossNoise does). Held-out evaluation
 // (Validation, EvalAmortized) reports the negative ELBO per data point of
 // the discrete model, with exact one-hot draws z ~ q and the analytic KL,
 // whatever the training estimator, so that the three are compared on the

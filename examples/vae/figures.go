@@ -44,25 +44,31 @@ func curves(path string, s summary) error {
 	p.Title.Text = fmt.Sprintf("categorical VAE, %s", s.Estimator)
 	p.X.Label.Text = "epoch"
 	p.Y.Label.Text = "−ELBO (nats)"
-	tr, va := make(plotter.XYs, len(s.TrainLoss)), make(plotter.XYs, len(s.ValNegELBO))
+	tr, va := make(plotter.XYs, len(s.TrainLoss)), plotter.XYs{}
 	for i, v := range s.TrainLoss {
 		tr[i] = plotter.XY{X: float64(i + 1), Y: v}
 	}
 	for i, v := range s.ValNegELBO {
-		va[i] = plotter.XY{X: float64(i + 1), Y: v}
+		if v != nil { // nil: unknown, val.json lost
+			va = append(va, plotter.XY{X: float64(i + 1), Y: *v})
+		}
 	}
 	lt, err := plotter.NewLine(tr)
 	if err != nil {
 		return err
 	}
-	lv, err := plotter.NewLine(va)
-	if err != nil {
-		return err
-	}
-	lv.Dashes = []vg.Length{vg.Points(4), vg.Points(2)}
-	p.Add(lt, lv)
+	p.Add(lt)
 	p.Legend.Add("train (relaxed, mean over epoch)", lt)
-	p.Legend.Add("validation (discrete, end of epoch)", lv)
+	if len(va) > 0 {
+		lv, pv, err := plotter.NewLinePoints(va) // points: an epoch alone shows
+		if err != nil {
+			return err
+		}
+		lv.Dashes = []vg.Length{vg.Points(4), vg.Points(2)}
+		pv.Radius = vg.Points(2)
+		p.Add(lv, pv)
+		p.Legend.Add("validation (discrete, end of epoch)", lv, pv)
+	}
 	p.Legend.Top = true
 	return p.Save(6*vg.Inch, 4*vg.Inch, path)
 }

@@ -1,6 +1,8 @@
 // Command vae trains the categorical variational autoencoder of package
 // models/vae on binarized MNIST with one of three stochastic nodes, then
 // evaluates the −ELBO and an importance-weighted −log p(x) on the test set.
+// Training is vi.FitAmortized on the VAE as a models.Amortized
+// (vae.NewAmortized) with its encoder as the amortized guide.
 //
 //	go run ./examples/vae -mnist DIR -estimator gumbel-softmax -epochs 5 -seed 1 -out runs/gs
 //
@@ -14,18 +16,24 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
+	"math"
 	"math/rand/v2"
 	"os"
 	"os/signal"
 	"path/filepath"
+	"reflect"
+	"slices"
 	"syscall"
 	"time"
 
 	"github.com/permlab/permlab/ad/optim"
 	"github.com/permlab/permlab/dataset"
+	"github.com/permlab/permlab/internal/atomicfile"
 	"github.com/permlab/permlab/models/nn"
 	"github.com/permlab/permlab/models/nn/train"
 	"github.com/permlab/permlab/models/vae"
+	"github.com/permlab/permlab/vi"
 )
 
 const usage = `Usage: go run ./examples/vae -mnist DIR [flags]
@@ -44,11 +52,17 @@ printed after every epoch); the test set is used once, at the end, for the
 −ELBO and the importance-weighted −log p(x) with -iw-k samples on the first
 -test-n test images (0: all 10,000).
 
-Training checkpoints to -out/checkpoint and resumes from it: run the same
-command again after an interruption (or with more -epochs to go on). At the
-end -out holds summary.json, model.plnn (the parameters, package nn's
-format), curves.png (learning curves), recon.png (validation images over
-their reconstructions) and samples.png (decoded draws from the prior).
+Training is vi.FitAmortized, the library's amortized variational inference,
+on the VAE as a model with a local categorical site per image. It
+checkpoints to -out/checkpoint and resumes from it: run the same command
+again after an interruption (or with more -epochs to go on). -out/run.json
+records the settings the checkpoint belongs to; a checkpoint with other
+settings, or one without run.json (written by an older examples/vae, which
+trained through vae.Task), is refused with an error: delete it to start
+afresh. At the end -out holds summary.json, model.plnn (the parameters,
+package nn's format), curves.png (learning curves), recon.png (validation
+images over their reconstructions) and samples.png (decoded draws from the
+prior).
 
 Flags:
 `
@@ -135,11 +149,14 @@ type summary struct {
 	TrainSecs   float64      `json:"train_seconds"` // wall time of this invocation's training
 	SecsPerEp   float64      `json:"seconds_per_epoch"`
 	TrainLoss   []float64    `json:"train_neg_elbo_by_epoch"`
-	ValNegELBO  []float64    `json:"val_neg_elbo_by_epoch"`
+	ValNegELBO  []*float64   `json:"val_neg_elbo_by_epoch"`    // null where unknown (val.json lost)
+	ValStdErr   []*float64   `json:"val_neg_elbo_se_by_epoch"` // its standard error over images
 	ValImages   int          `json:"val_images"`
+	Validation  string       `json:"validation"`
 	Test        *vae.Eval    `json:"test"`
 	EvalSecs    float64      `json:"eval_seconds"`
 	Binarize    string       `json:"binarization"`
+	CodePath    string       `json:"code_path"`
 	Command     []string     `json:"command"`
 	Paper       paperNumbers `json:"paper_neg_log_px"`
 	ResumedStep int          `json:"resumed_from_step"`
@@ -150,6 +167,81 @@ type paperNumbers struct {
 	Concrete      float64 `json:"concrete"`
 	GumbelSpace   float64 `json:"gumbel-space"`
 }
+
+// codePath names how this version trains, in run.json and summary.json.
+const codePath = "vi.FitAmortized on vae.NewAmortized with Model.Encoder"
+
+// runInfo is what run.json holds: the settings a checkpoint belongs to,
+// beyond those of train's own fingerprint (images, batch size, seed,
+// parameter names and shapes), which a resumed run must repeat.
+type runInfo struct {
+	CodePath  string     `json:"code_path"`
+	Estimator string     `json:"estimator"`
+	PriorTemp float64    `json:"prior_temp"`
+	Anneal    vae.Anneal `json:"anneal"`
+	LR        float64    `json:"lr"`
+	BatchSize int        `json:"batch_size"`
+	Seed      uint64     `json:"seed"`
+	TrainN    int        `json:"train_images"`
+	ValN      int        `json:"val_images"`
+}
+
+// prepareCheckpoint decides whether the run in dir resumes. With no
+// checkpoint it writes run.json for info and returns false. With one it
+// returns true if run.json matches info, and an error otherwise: a
+// checkpoint without run.json was written by examples/vae before it
+// trained through vi.FitAmortized (its parameters have the same names and
+// shapes, so train's fingerprint alone would accept it), and one with
+// other settings would silently continue another run.
+func prepareCheckpoint(dir string, info runInfo) (bool, error) {
+	ck, path := filepath.Join(dir, "checkpoint"), filepath.Join(dir, "run.json")
+	want, err := json.MarshalIndent(info, "", "  ")
+	if err != nil {
+		return false, err
+	}
+	if _, err := os.Stat(ck); errors.Is(err, fs.ErrNotExist) {
+		return false, atomicfile.WriteFile(path, append(want, '\n'))
+	} else if err != nil {
+		return false, err
+	}
+	b, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return false, fmt.Errorf("%s has no %s: it was written by an older examples/vae, which trained through vae.Task and train.Run, and is not resumed by this version (which trains through %s); delete it and %s to start afresh, or finish that run with the older version",
+			ck, path, codePath, filepath.Join(dir, "val.json"))
+	}
+	if err != nil {
+		return false, err
+	}
+	var got, exp map[string]any
+	if err := json.Unmarshal(b, &got); err != nil {
+		return false, fmt.Errorf("%s: %w (delete it with %s to start afresh)", path, err, ck)
+	}
+	if err := json.Unmarshal(want, &exp); err != nil {
+		return false, err
+	}
+	keys := make([]string, 0, len(exp))
+	for k := range exp {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		if !reflect.DeepEqual(got[k], exp[k]) {
+			g, _ := json.Marshal(got[k])
+			e, _ := json.Marshal(exp[k])
+			return false, fmt.Errorf("%s belongs to a run with %s %s, this one has %s; use the same flags to resume, or delete %s to start afresh",
+				ck, k, g, e, ck)
+		}
+	}
+	return true, nil
+}
+
+// heldOut is the validation −ELBO of one epoch, as val.json holds it.
+type heldOut struct {
+	NegELBO float64 `json:"neg_elbo"`
+	StdErr  float64 `json:"std_err"`
+}
+
+const validation = "vi.EvalAmortized after every epoch: discrete −ELBO per image, one one-hot sample z ~ q(z | x) and the analytic KL, binarization and samples fixed by a seed derived from -seed"
 
 func run(ctx context.Context, o *options, progress io.Writer) error {
 	est, err := vae.ParseEstimator(o.estimator)
@@ -181,35 +273,47 @@ func run(ctx context.Context, o *options, progress io.Writer) error {
 		return err
 	}
 	an := vae.Anneal{Start: o.tau0, Min: o.tauMin, Rate: o.rate, Every: o.every}
-	task, err := vae.NewTask(m, fit, an)
+	fo, err := m.AmortizedOptions(an)
 	if err != nil {
 		return err
 	}
-	curvesPath := filepath.Join(o.out, "val.json")
-	valByEpoch := map[int]float64{}
-	if b, err := os.ReadFile(curvesPath); err == nil {
-		if err := json.Unmarshal(b, &valByEpoch); err != nil {
-			return fmt.Errorf("%s: %w (delete it with the checkpoint to start afresh)", curvesPath, err)
+	am, err := vae.NewAmortized(m, fit)
+	if err != nil {
+		return err
+	}
+	valModel, err := vae.NewAmortized(m, val)
+	if err != nil {
+		return err
+	}
+	resuming, err := prepareCheckpoint(o.out, runInfo{CodePath: codePath, Estimator: est.String(), PriorTemp: o.priorTemp,
+		Anneal: an, LR: o.lr, BatchSize: o.batch, Seed: o.seed, TrainN: fit.N, ValN: val.N})
+	if err != nil {
+		return err
+	}
+	valPath := filepath.Join(o.out, "val.json")
+	valByEpoch := map[int]heldOut{}
+	if resuming {
+		if b, err := os.ReadFile(valPath); err == nil {
+			if err := json.Unmarshal(b, &valByEpoch); err != nil {
+				return fmt.Errorf("%s: %w (delete it with the checkpoint to start afresh)", valPath, err)
+			}
 		}
 	}
+	fo.BatchSize, fo.Epochs, fo.Seed, fo.LR = o.batch, o.epochs, o.seed, optim.Constant(o.lr)
+	fo.Checkpoint, fo.Progress = filepath.Join(o.out, "checkpoint"), progress
+	fo.Validation, fo.EvalK = valModel, 1
+	fo.OnEpoch = func(ep vi.AmortizedEpoch) error {
+		valByEpoch[ep.Epoch] = heldOut{NegELBO: ep.HeldOut, StdErr: ep.HeldOutStdErr}
+		fmt.Fprintf(progress, "epoch %d: τ %.3f, train −ELBO %.2f, validation −ELBO %.2f ± %.2f (%d images)\n",
+			ep.Epoch+1, ep.Tau, ep.Loss, ep.HeldOut, ep.HeldOutStdErr, val.N)
+		b, err := json.Marshal(valByEpoch)
+		if err != nil {
+			return err
+		}
+		return atomicfile.WriteFile(valPath, b)
+	}
 	began := time.Now()
-	res, err := train.Run(ctx, m.Params(), task, train.Options{
-		N: fit.N, BatchSize: o.batch, Epochs: o.epochs, Seed: o.seed,
-		LR:         optim.Constant(o.lr),
-		Checkpoint: filepath.Join(o.out, "checkpoint"),
-		Progress:   progress,
-		OnEpoch: func(st train.EpochStats) error {
-			e, err := m.Evaluate(val, 1, o.evalSeed)
-			if err != nil {
-				return err
-			}
-			valByEpoch[st.Epoch] = e.NegELBO
-			fmt.Fprintf(progress, "epoch %d: τ %.3f, train −ELBO %.2f, validation −ELBO %.2f ± %.2f (%d images)\n",
-				st.Epoch+1, an.At(st.Step-1), st.Loss, e.NegELBO, e.NegELBOSE, val.N)
-			b, _ := json.Marshal(valByEpoch)
-			return os.WriteFile(curvesPath, b, 0o644)
-		},
-	})
+	res, err := vi.FitAmortized(ctx, am, m.Encoder(), fo)
 	if err != nil {
 		return err
 	}
@@ -229,7 +333,8 @@ func run(ctx context.Context, o *options, progress io.Writer) error {
 		FinalTemp: an.At(res.Steps - 1), TrainSecs: trainSecs, Test: ev,
 		EvalSecs: time.Since(began).Seconds(),
 		Binarize: "dynamic Bernoulli(intensity) per training step; test set binarized once from -eval-seed",
-		Command:  append([]string{"go", "run", "./examples/vae"}, os.Args[1:]...), ResumedStep: res.Resumed, ValImages: val.N,
+		CodePath: codePath, Validation: validation,
+		Command: append([]string{"go", "run", "./examples/vae"}, os.Args[1:]...), ResumedStep: res.Resumed, ValImages: val.N,
 		Paper: paperNumbers{GumbelSoftmax: 106.7, Concrete: 111.5, GumbelSpace: 111.9},
 	}
 	if done := len(res.Epochs) - res.Resumed/train.StepsPerEpoch(fit.N, o.batch); done > 0 {
@@ -237,7 +342,12 @@ func run(ctx context.Context, o *options, progress io.Writer) error {
 	}
 	for _, e := range res.Epochs {
 		s.TrainLoss = append(s.TrainLoss, e.Loss)
-		s.ValNegELBO = append(s.ValNegELBO, valByEpoch[e.Epoch])
+		var v, se *float64
+		if h, ok := valByEpoch[e.Epoch]; ok && !math.IsNaN(h.NegELBO) {
+			v, se = &h.NegELBO, &h.StdErr
+		}
+		s.ValNegELBO = append(s.ValNegELBO, v)
+		s.ValStdErr = append(s.ValStdErr, se)
 	}
 	b, err := json.MarshalIndent(s, "", "  ")
 	if err != nil {

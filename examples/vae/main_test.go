@@ -1,15 +1,24 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"flag"
 	"io"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+
+	"github.com/permlab/permlab/ad/optim"
+	"github.com/permlab/permlab/dataset"
+	"github.com/permlab/permlab/models/nn/train"
+	"github.com/permlab/permlab/models/vae"
+	"github.com/permlab/permlab/vi"
 )
 
 func TestFlags(t *testing.T) {
@@ -37,9 +46,75 @@ func TestFlags(t *testing.T) {
 	}
 }
 
+// TestPrepareCheckpoint checks the guard of resumption: a fresh folder
+// gets run.json; a checkpoint with the same settings resumes; one with
+// other settings, or without run.json (an older examples/vae's), is an
+// error that says what to do.
+func TestPrepareCheckpoint(t *testing.T) {
+	dir := t.TempDir()
+	info := runInfo{CodePath: codePath, Estimator: "gumbel-space", Anneal: vae.DefaultAnneal(), LR: 1e-3,
+		BatchSize: 100, Seed: 1, TrainN: 500, ValN: 50}
+	if resume, err := prepareCheckpoint(dir, info); err != nil || resume {
+		t.Fatalf("fresh folder: resume %v, err %v", resume, err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "run.json")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "checkpoint"), []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if resume, err := prepareCheckpoint(dir, info); err != nil || !resume {
+		t.Fatalf("same settings: resume %v, err %v", resume, err)
+	}
+	other := info
+	other.Estimator = "concrete"
+	if _, err := prepareCheckpoint(dir, other); err == nil || !strings.Contains(err.Error(), `estimator "gumbel-space", this one has "concrete"`) {
+		t.Errorf("other estimator: err %v", err)
+	}
+	other = info
+	other.Anneal.Rate = 2e-4
+	if _, err := prepareCheckpoint(dir, other); err == nil || !strings.Contains(err.Error(), "anneal") {
+		t.Errorf("other annealing: err %v", err)
+	}
+	if err := os.Remove(filepath.Join(dir, "run.json")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := prepareCheckpoint(dir, info); err == nil || !strings.Contains(err.Error(), "older examples/vae") || !strings.Contains(err.Error(), "delete") {
+		t.Errorf("checkpoint without run.json: err %v", err)
+	}
+}
+
 const mnistDir = "/work/shared/data/mnist"
 
-// TestRunMNIST trains for one epoch on 500 images and checks the outputs.
+// runFlags returns the options of a quick run on 300 MNIST images.
+func runFlags(t *testing.T, out string, extra ...string) *options {
+	t.Helper()
+	args := append([]string{"-mnist", mnistDir, "-estimator", "gumbel-space", "-train-n", "300", "-val-n", "50",
+		"-test-n", "20", "-iw-k", "5", "-out", out}, extra...)
+	o, err := parseFlags(args, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return o
+}
+
+func readSummary(t *testing.T, dir string) summary {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(dir, "summary.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var s summary
+	if err := json.Unmarshal(b, &s); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// TestRunMNIST trains for one epoch on 300 images and checks the outputs,
+// resumes to a second epoch and checks that the result equals an
+// uninterrupted two-epoch run bit for bit, and checks that a run with
+// another estimator refuses the checkpoint.
 func TestRunMNIST(t *testing.T) {
 	if testing.Short() {
 		t.Skip("trains on MNIST for several seconds")
@@ -48,28 +123,119 @@ func TestRunMNIST(t *testing.T) {
 		t.Skipf("MNIST not found at %s: %v", mnistDir, err)
 	}
 	out := t.TempDir()
-	o, err := parseFlags([]string{"-mnist", mnistDir, "-estimator", "gumbel-space", "-epochs", "1",
-		"-train-n", "500", "-val-n", "50", "-test-n", "20", "-iw-k", "5", "-out", out}, io.Discard)
-	if err != nil {
+	if err := run(context.Background(), runFlags(t, out, "-epochs", "1"), io.Discard); err != nil {
 		t.Fatal(err)
 	}
-	if err := run(context.Background(), o, io.Discard); err != nil {
-		t.Fatal(err)
-	}
-	for _, f := range []string{"summary.json", "model.plnn", "curves.png", "recon.png", "samples.png", "checkpoint"} {
+	for _, f := range []string{"summary.json", "model.plnn", "curves.png", "recon.png", "samples.png", "checkpoint", "run.json", "val.json"} {
 		if _, err := os.Stat(filepath.Join(out, f)); err != nil {
 			t.Error(err)
 		}
 	}
-	b, err := os.ReadFile(filepath.Join(out, "summary.json"))
+	s := readSummary(t, out)
+	if s.Test == nil || s.Test.Images != 20 || s.Test.K != 5 || !(s.Test.NegLogPx > 0) || s.Steps != 3 ||
+		len(s.ValNegELBO) != 1 || s.ValNegELBO[0] == nil || !(*s.ValNegELBO[0] > 0) || s.CodePath != codePath {
+		t.Errorf("summary: %+v", s)
+	}
+
+	// Go on to two epochs, and compare with two epochs in one go.
+	if err := run(context.Background(), runFlags(t, out, "-epochs", "2"), io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	whole := t.TempDir()
+	if err := run(context.Background(), runFlags(t, whole, "-epochs", "2"), io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	resumed, fresh := readSummary(t, out), readSummary(t, whole)
+	if resumed.ResumedStep != 3 || resumed.Steps != 6 || fresh.ResumedStep != 0 {
+		t.Errorf("resumed from step %d to %d; the fresh run from %d", resumed.ResumedStep, resumed.Steps, fresh.ResumedStep)
+	}
+	if !slices.Equal(resumed.TrainLoss, fresh.TrainLoss) || len(resumed.ValNegELBO) != 2 {
+		t.Errorf("training −ELBO by epoch %v resumed, %v in one go", resumed.TrainLoss, fresh.TrainLoss)
+	}
+	for i := range resumed.ValNegELBO {
+		if r, f := resumed.ValNegELBO[i], fresh.ValNegELBO[i]; r == nil || f == nil || *r != *f {
+			t.Errorf("validation −ELBO of epoch %d: %v resumed, %v in one go", i+1, r, f)
+		}
+	}
+	a, err := os.ReadFile(filepath.Join(out, "model.plnn"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	var s summary
-	if err := json.Unmarshal(b, &s); err != nil {
+	b, err := os.ReadFile(filepath.Join(whole, "model.plnn"))
+	if err != nil {
 		t.Fatal(err)
 	}
-	if s.Test == nil || s.Test.Images != 20 || s.Test.K != 5 || !(s.Test.NegLogPx > 0) || s.Steps != 5 {
-		t.Errorf("summary: %+v", s)
+	if !bytes.Equal(a, b) {
+		t.Error("the resumed run's parameters differ from the uninterrupted run's")
+	}
+
+	err = run(context.Background(), runFlags(t, out, "-epochs", "3", "-estimator", "concrete"), io.Discard)
+	if err == nil || !strings.Contains(err.Error(), "estimator") {
+		t.Errorf("resuming with another estimator: err %v", err)
+	}
+}
+
+// TestOldCheckpointRefused writes a checkpoint as examples/vae did before
+// it trained through vi.FitAmortized (vae.Task with train.Run, into
+// -out/checkpoint, no run.json: the same file format and fingerprint),
+// checks that train's fingerprint alone would resume it, and that run
+// refuses it.
+func TestOldCheckpointRefused(t *testing.T) {
+	if testing.Short() {
+		t.Skip("trains on MNIST for a few steps")
+	}
+	if _, err := os.Stat(mnistDir); err != nil {
+		t.Skipf("MNIST not found at %s: %v", mnistDir, err)
+	}
+	trainAll, _, err := dataset.LoadMNIST(mnistDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fit := trainAll.Subset(seq(300))
+	cfg := vae.DefaultConfig()
+	cfg.Estimator = vae.GumbelSpace
+	newModel := func() *vae.Model {
+		m, err := vae.New(cfg, rand.New(rand.NewPCG(1, 0x7661)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	out := t.TempDir()
+	ck := filepath.Join(out, "checkpoint")
+	m := newModel()
+	task, err := vae.NewTask(m, fit, vae.DefaultAnneal())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := train.Run(context.Background(), m.Params(), task, train.Options{N: 300, BatchSize: 100, Epochs: 1, Seed: 1,
+		LR: optim.Constant(1e-3), Checkpoint: ck}); err != nil {
+		t.Fatal(err)
+	}
+	// Without the guard, the fit would take the old checkpoint as its own.
+	m = newModel()
+	am, err := vae.NewAmortized(m, fit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fo, err := m.AmortizedOptions(vae.DefaultAnneal())
+	if err != nil {
+		t.Fatal(err)
+	}
+	fo.BatchSize, fo.Epochs, fo.Seed, fo.Checkpoint = 100, 1, 1, filepath.Join(t.TempDir(), "copy")
+	old, err := os.ReadFile(ck)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(fo.Checkpoint, old, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	res, err := vi.FitAmortized(context.Background(), am, m.Encoder(), fo)
+	if err != nil || res.Resumed != 3 {
+		t.Fatalf("vi.FitAmortized on the old checkpoint: resumed from %v, err %v; the guard is untested", res, err)
+	}
+	err = run(context.Background(), runFlags(t, out, "-epochs", "1"), io.Discard)
+	if err == nil || !strings.Contains(err.Error(), "older examples/vae") {
+		t.Errorf("old checkpoint: err %v", err)
 	}
 }

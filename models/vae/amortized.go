@@ -21,9 +21,10 @@ const SiteName = "z"
 // Latents × Classes with the uniform prior, whose likelihood is the
 // decoder's Bernoulli, and whose own parameters (models.Parametric) are the
 // decoder's. Its Observe binarizes each image afresh from the step's random
-// source, as Task does. With the Model's Encoder as the amortized guide,
-// vi.FitAmortized trains it; the loss of a step is that of Task, bit for bit
-// up to rounding, for the same random source.
+// source. With the Model's Encoder as the amortized guide and the options
+// of Model.AmortizedOptions, vi.FitAmortized trains it: that is the VAE's
+// one training path, which Task wraps for train.Run and examples/vae
+// takes.
 type Amortized struct {
 	m      *Model
 	images *dataset.Images
@@ -62,7 +63,7 @@ func (a *Amortized) Sites() []models.Site { return nil }
 // LocalSites implements models.Amortized: one categorical site of Latents
 // variables with Classes classes, uniform a priori.
 func (a *Amortized) LocalSites() []models.Site {
-	return []models.Site{&models.CatSite{Name: SiteName, D: a.m.cfg.Latents, C: a.m.cfg.Classes}}
+	return []models.Site{a.m.site()}
 }
 
 // N implements models.Amortized.
@@ -135,6 +136,14 @@ func (e encoder) Encode(t *ad.Tape, x *ad.Var) (map[string]vi.LocalParams, error
 	return map[string]vi.LocalParams{SiteName: {Logits: e.m.Encode(t, x)}}, nil
 }
 
-// CatEstimator returns the estimator of package vi that is e: they have the
-// same names and the same stochastic nodes.
-func (e Estimator) CatEstimator() vi.CatEstimator { return vi.CatEstimator(e) }
+// AmortizedOptions returns the options of vi.FitAmortized (and
+// vi.NewAmortizedTask) that train m with its Config: the estimator
+// Config.Estimator, the prior temperature Config.PriorTemp (0: the
+// posterior's) and the temperature schedule a. The caller sets BatchSize,
+// Epochs, Seed, LR and the rest. An invalid schedule is an error.
+func (m *Model) AmortizedOptions(a Anneal) (vi.AmortizedOptions, error) {
+	if err := a.validate(); err != nil {
+		return vi.AmortizedOptions{}, err
+	}
+	return vi.AmortizedOptions{Estimator: m.cfg.Estimator.CatEstimator(), Tau: a, TauPrior: m.cfg.PriorTemp}, nil
+}

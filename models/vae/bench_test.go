@@ -6,19 +6,29 @@ import (
 
 	"github.com/permlab/permlab/ad"
 	"github.com/permlab/permlab/dataset"
+	"github.com/permlab/permlab/dist"
 )
 
+// benchSetup returns the MNIST-sized model with estimator e and 100 random
+// grey-level images.
+func benchSetup(e Estimator) (*Model, *dataset.Images, *rand.Rand) {
+	m, _ := New(Config{Input: 784, Latents: 20, Classes: 10, Hidden: []int{512, 256}, Estimator: e}, rand.New(rand.NewPCG(1, 1)))
+	ims := &dataset.Images{N: 100, Channels: 1, Height: 28, Width: 28, Pixels: make([]float64, 100*784)}
+	r := rand.New(rand.NewPCG(2, 2))
+	for i := range ims.Pixels {
+		ims.Pixels[i] = r.Float64()
+	}
+	return m, ims, r
+}
+
 // BenchmarkStep measures one training step's loss and gradient for the
-// MNIST model at batch 100 (500 steps are one epoch of 50,000 images).
+// MNIST model at batch 100 (500 steps are one epoch of 50,000 images)
+// through Task, which is vi.FitAmortized's path (vi.AmortizedTask),
+// binarization and noise included.
 func BenchmarkStep(b *testing.B) {
 	for _, e := range estimators {
 		b.Run(e.String(), func(b *testing.B) {
-			m, _ := New(Config{Input: 784, Latents: 20, Classes: 10, Hidden: []int{512, 256}, Estimator: e}, rand.New(rand.NewPCG(1, 1)))
-			ims := &dataset.Images{N: 100, Channels: 1, Height: 28, Width: 28, Pixels: make([]float64, 100*784)}
-			r := rand.New(rand.NewPCG(2, 2))
-			for i := range ims.Pixels {
-				ims.Pixels[i] = r.Float64()
-			}
+			m, ims, r := benchSetup(e)
 			task, _ := NewTask(m, ims, DefaultAnneal())
 			batch := make([]int, 100)
 			for i := range batch {
@@ -28,6 +38,31 @@ func BenchmarkStep(b *testing.B) {
 			for b.Loop() {
 				tp.Reset()
 				l, err := task.Loss(tp, batch, r)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if err := tp.Backward(l); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkStepLossNoise is BenchmarkStep through LossNoise with the
+// binary images and the noise given (the step benchmarks/vae times against
+// PyTorch), for comparing the overhead of the fit's path.
+func BenchmarkStepLossNoise(b *testing.B) {
+	for _, e := range estimators {
+		b.Run(e.String(), func(b *testing.B) {
+			m, ims, r := benchSetup(e)
+			xb, _ := Binarize(nil, ims.Pixels, r)
+			x := &ad.Tensor{Shape: []int{100, 784}, Data: xb}
+			g, _ := dist.GumbelNoise(r, 100, 20, 10)
+			tp := ad.NewTape()
+			for b.Loop() {
+				tp.Reset()
+				l, err := m.LossNoise(tp, tp.Const(x), 0.7, g)
 				if err != nil {
 					b.Fatal(err)
 				}

@@ -54,15 +54,13 @@
 // the schedule of Jang et al., τ(t) = max(τ_min, τ_0 exp(−r t)), with t the
 // step rounded down to a multiple of Anneal.Every (τ_0 = 1, τ_min = 0.5,
 // r = 10⁻⁴, every 500 steps by default: the floor is reached after about
-// 7,000 steps). Task implements train.Task (and train.StepSetter, so that the
-// temperature resumes exactly), so train.Run supplies Adam, minibatches of
-// 100, checkpoints and bit-identical resumption.
+// 7,000 steps).
 //
 // The loss of a minibatch B is the mean −ELBO of its images, (1/|B|) Σ_{n∈B}
 // −ELBO(x_n): the data-set objective Σ_n ELBO(x_n) estimated as (N/|B|) Σ_{n∈B}
 // and divided by N, so that the learning rate does not depend on N.
 //
-// # Relation to the models contract
+// # One code path: the models contract
 //
 // In the vocabulary of package models each image has its own latent site
 // z_n, a categorical of L×C, and the decoder's weights are parameters of
@@ -72,13 +70,21 @@
 // own parameters (models.Parametric), and Observe the dynamic binarization.
 // Model.Encoder is its amortized guide: q(z_n | x_n) = q(z_n; l(x_n)),
 // one function whose weights all data points share in place of N sets of
-// variational parameters. vi.FitAmortized then trains it with the scaled
-// minibatch ELBO, the estimator Config.Estimator.CatEstimator() and
-// TauPrior Config.PriorTemp; its loss for a step is Task's, computed by a
-// separate code path (equal to 10⁻¹² relative, in value and gradient, for
-// the same random source), and its parameters are Model.Params() in the
-// same order. Task and train.Run remain the path of examples/vae, whose
-// checkpoints they wrote.
+// variational parameters. vi.FitAmortized trains it, with the options
+// Model.AmortizedOptions derives from the Config and the Anneal schedule
+// (estimator Config.Estimator.CatEstimator(), TauPrior Config.PriorTemp),
+// on the loop of package models/nn/train: Adam, seeded minibatches,
+// checkpoints and bit-identical resumption. This is how examples/vae
+// trains.
+//
+// The rest of the package computes the same objective through the same
+// code: Task, for those who drive train.Run themselves, is a thin wrapper
+// of vi.AmortizedTask on Amortized (the same loss, bit for bit, for the
+// same random source; its parameters are Model.Params(), encoder first), and
+// Model.Loss and LossNoise compute the KL term with vi.CatDivergence, the
+// function the fit uses. Only the likelihood term, a line of BCE, is
+// written twice (LogLik and LossNoise), and a test checks both paths
+// against a plain-loop computation of the loss.
 //
 // # Evaluation
 //

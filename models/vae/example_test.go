@@ -7,12 +7,12 @@ import (
 
 	"github.com/permlab/permlab/ad/optim"
 	"github.com/permlab/permlab/dataset"
-	"github.com/permlab/permlab/models/nn/train"
 	"github.com/permlab/permlab/models/vae"
+	"github.com/permlab/permlab/vi"
 )
 
 // Example trains a small categorical VAE on 4×4 images of two patterns (top
-// half lit, left half lit) and evaluates it. With two latents of two classes
+// half lit, left half lit) with vi.FitAmortized and evaluates it. With two latents of two classes
 // the model can spend one latent on the pattern; an importance-weighted
 // estimate with 20 samples is then tighter than the ELBO.
 func Example() {
@@ -34,15 +34,20 @@ func Example() {
 		fmt.Println(err)
 		return
 	}
-	task, err := vae.NewTask(m, ims, vae.Anneal{Start: 1, Min: 0.5, Rate: 1e-3, Every: 10})
+	// The VAE as a model with a local categorical site per image, its
+	// encoder as the amortized guide, trained by vi.FitAmortized.
+	am, err := vae.NewAmortized(m, ims)
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
-	_, err = train.Run(context.Background(), m.Params(), task, train.Options{
-		N: ims.N, BatchSize: 20, Epochs: 60, Seed: 5, LR: optim.Constant(0.01),
-	})
+	o, err := m.AmortizedOptions(vae.Anneal{Start: 1, Min: 0.5, Rate: 1e-3, Every: 10})
 	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	o.BatchSize, o.Epochs, o.Seed, o.LR = 20, 60, 5, optim.Constant(0.01)
+	if _, err := vi.FitAmortized(context.Background(), am, m.Encoder(), o); err != nil {
 		fmt.Println(err)
 		return
 	}

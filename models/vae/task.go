@@ -1,13 +1,13 @@
 package vae
 
 import (
-	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
 
 	"github.com/permlab/permlab/ad"
 	"github.com/permlab/permlab/dataset"
+	"github.com/permlab/permlab/vi"
 )
 
 // Anneal is the temperature schedule of Jang et al. (2016),
@@ -48,61 +48,50 @@ func (a Anneal) validate() error {
 }
 
 // Task trains a Model on a set of grey-level images with train.Run: it
-// implements train.Task and train.StepSetter. Each minibatch is binarized
-// afresh from the step's random source, then the same source draws the
-// Gumbel noise.
+// implements train.Task and train.StepSetter. It is a thin wrapper of
+// vi.AmortizedTask on the model's Amortized view with the options of
+// Model.AmortizedOptions, so its loss is that of vi.FitAmortized: each
+// minibatch is binarized afresh from the step's random source, then the
+// same source draws the Gumbel noise, and the loss is the mean −ELBO of the
+// batch's images.
 type Task struct {
-	model  *Model
-	images *dataset.Images
-	anneal Anneal
-	step   int
-	buf    []float64
+	at *vi.AmortizedTask
 }
 
 // NewTask returns the task of fitting m to images, whose pixels (Channels ×
 // Height × Width) must number m's Input, with the temperature schedule a.
 func NewTask(m *Model, images *dataset.Images, a Anneal) (*Task, error) {
-	switch {
-	case m == nil:
-		return nil, errors.New("vae: NewTask: nil model")
-	case images == nil || images.N < 1:
-		return nil, errors.New("vae: NewTask: no images")
-	case images.Size() != m.cfg.Input:
-		return nil, fmt.Errorf("vae: NewTask: images have %d×%d×%d = %d pixels, the model takes %d",
-			images.Channels, images.Height, images.Width, images.Size(), m.cfg.Input)
-	case len(images.Pixels) != images.N*images.Size():
-		return nil, fmt.Errorf("vae: NewTask: %d pixels for %d images of %d", len(images.Pixels), images.N, images.Size())
-	}
-	if err := a.validate(); err != nil {
+	if err := checkImages("NewTask", m, images); err != nil {
 		return nil, err
 	}
-	return &Task{model: m, images: images, anneal: a}, nil
+	o, err := m.AmortizedOptions(a)
+	if err != nil {
+		return nil, err
+	}
+	am, err := NewAmortized(m, images)
+	if err != nil {
+		return nil, err
+	}
+	// BatchSize and Epochs only size the defaults and checks of the
+	// options: train.Run chooses the batches and SetStep the step.
+	o.BatchSize, o.Epochs = images.N, 1
+	at, err := vi.NewAmortizedTask(am, m.Encoder(), o)
+	if err != nil {
+		return nil, fmt.Errorf("vae: NewTask: %w", err)
+	}
+	return &Task{at: at}, nil
 }
 
 // SetStep tells the task the optimisation step of the next Loss, which fixes
 // its temperature.
-func (k *Task) SetStep(step int) { k.step = step }
+func (k *Task) SetStep(step int) { k.at.SetStep(step) }
 
 // Temp returns the temperature of the current step.
-func (k *Task) Temp() float64 { return k.anneal.At(k.step) }
+func (k *Task) Temp() float64 { return k.at.Temp() }
 
 // Loss records the mean negative ELBO of the images batch at the current
-// step's temperature. A batch holding a NaN or a pixel outside [0, 1] is an
-// error naming the image.
+// step's temperature (vi.AmortizedTask.Loss). A batch holding a NaN or a
+// pixel outside [0, 1] is an error naming the image.
 func (k *Task) Loss(t *ad.Tape, batch []int, rng *rand.Rand) (*ad.Var, error) {
-	d := k.model.cfg.Input
-	k.buf = k.images.Batch(batch, k.buf)
-	if len(k.buf) != len(batch)*d {
-		return nil, fmt.Errorf("vae: Loss: batch of %d images gave %d pixels", len(batch), len(k.buf))
-	}
-	for i, v := range k.buf {
-		if !(v >= 0 && v <= 1) {
-			return nil, fmt.Errorf("vae: Loss: image %d, pixel %d is %v, want a value in [0, 1]", batch[i/d], i%d, v)
-		}
-	}
-	x := ad.Zeros(len(batch), d)
-	if _, err := Binarize(x.Data, k.buf, rng); err != nil {
-		return nil, fmt.Errorf("vae: Loss: %w", err)
-	}
-	return k.model.Loss(t, t.Const(x), k.Temp(), rng)
+	return k.at.Loss(t, batch, rng)
 }

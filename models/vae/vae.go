@@ -9,38 +9,51 @@ import (
 
 	"github.com/permlab/permlab/ad"
 	"github.com/permlab/permlab/dist"
+	"github.com/permlab/permlab/models"
 	"github.com/permlab/permlab/models/nn"
+	"github.com/permlab/permlab/vi"
 )
 
 // Estimator names the stochastic node of the ELBO and its KL term (see the
-// package documentation).
+// package documentation). It is package vi's CatEstimator under this
+// package's name (Estimator.CatEstimator): the same values, names and code.
 type Estimator int
 
 const (
-	GumbelSoftmax Estimator = iota // relaxed sample, analytic categorical KL
-	Concrete                       // relaxed densities, Monte Carlo KL
-	GumbelSpace                    // Gumbel-space node, closed-form KL
+	GumbelSoftmax = Estimator(vi.GumbelSoftmax) // relaxed sample, analytic categorical KL
+	Concrete      = Estimator(vi.Concrete)      // relaxed densities, Monte Carlo KL
+	GumbelSpace   = Estimator(vi.GumbelSpace)   // Gumbel-space node, closed-form KL
 )
 
-var estimatorNames = [...]string{"gumbel-softmax", "concrete", "gumbel-space"}
+// estimatorList lists every Estimator, in order.
+var estimatorList = [...]Estimator{GumbelSoftmax, Concrete, GumbelSpace}
+
+func (e Estimator) valid() bool { return e >= 0 && int(e) < len(estimatorList) }
 
 // String returns the estimator's flag name: "gumbel-softmax", "concrete" or
 // "gumbel-space".
 func (e Estimator) String() string {
-	if e < 0 || int(e) >= len(estimatorNames) {
+	if !e.valid() {
 		return fmt.Sprintf("Estimator(%d)", int(e))
 	}
-	return estimatorNames[e]
+	return e.CatEstimator().String()
 }
+
+// CatEstimator returns the estimator of package vi that is e: they have the
+// same names and the same stochastic nodes, and the loss of either is
+// computed by package vi (vi.CatDivergence).
+func (e Estimator) CatEstimator() vi.CatEstimator { return vi.CatEstimator(e) }
 
 // ParseEstimator returns the estimator named s (see Estimator.String).
 func ParseEstimator(s string) (Estimator, error) {
-	for i, n := range estimatorNames {
-		if s == n {
-			return Estimator(i), nil
+	names := make([]string, len(estimatorList))
+	for i, e := range estimatorList {
+		if s == e.String() {
+			return e, nil
 		}
+		names[i] = e.String()
 	}
-	return 0, fmt.Errorf("vae: unknown estimator %q (want one of %s)", s, strings.Join(estimatorNames[:], ", "))
+	return 0, fmt.Errorf("vae: unknown estimator %q (want one of %s)", s, strings.Join(names, ", "))
 }
 
 // Config describes a categorical VAE.
@@ -70,7 +83,7 @@ func (c *Config) validate() error {
 		return fmt.Errorf("vae: Latents %d must be >= 1", c.Latents)
 	case c.Classes < 2:
 		return fmt.Errorf("vae: Classes %d must be >= 2", c.Classes)
-	case c.Estimator < 0 || int(c.Estimator) >= len(estimatorNames):
+	case !c.Estimator.valid():
 		return fmt.Errorf("vae: unknown %v", c.Estimator)
 	case c.PriorTemp < 0 || math.IsNaN(c.PriorTemp) || math.IsInf(c.PriorTemp, 0):
 		return fmt.Errorf("vae: PriorTemp %v must be finite and >= 0", c.PriorTemp)
@@ -174,7 +187,12 @@ func (m *Model) Loss(t *ad.Tape, x *ad.Var, tau float64, rng *rand.Rand) (*ad.Va
 }
 
 // LossNoise is Loss with the standard Gumbel noise g, of shape (B, Latents,
-// Classes), given.
+// Classes), given: the mean over the B images of
+//
+//	BCE(f(y), x) + D,   y = softmax(u),  u = (l(x) + g)/τ,
+//
+// with D the KL term of Config.Estimator, which package vi computes
+// (vi.CatDivergence, the term vi.FitAmortized uses).
 func (m *Model) LossNoise(t *ad.Tape, x *ad.Var, tau float64, g *ad.Tensor) (*ad.Var, error) {
 	if err := m.checkInput("LossNoise", x, tau); err != nil {
 		return nil, err
@@ -184,12 +202,23 @@ func (m *Model) LossNoise(t *ad.Tape, x *ad.Var, tau float64, g *ad.Tensor) (*ad
 		return nil, fmt.Errorf("vae: LossNoise: noise must have shape (%d, %d, %d)", b, m.cfg.Latents, m.cfg.Classes)
 	}
 	logits := m.Encode(t, x)
-	rec, kl := negELBO(t, m, x, logits, tau, m.priorTemp(tau), g)
+	y, u := dist.ConcreteVar{Logits: logits, Temp: tau}.RsampleNoise(g)
+	rec := nn.BinaryCrossEntropyWithLogits(m.Decode(t, y), x)
+	kl, err := vi.CatDivergence(t, m.cfg.Estimator.CatEstimator(), m.site(), logits, u, tau, m.priorTemp(tau))
+	if err != nil {
+		return nil, fmt.Errorf("vae: LossNoise: %w", err)
+	}
 	loss := ad.Add(ad.Mean(rec), ad.Scale(kl, 1/float64(b)))
 	if err := t.Err(); err != nil {
 		return nil, fmt.Errorf("vae: LossNoise: %w", err)
 	}
 	return loss, nil
+}
+
+// site returns the model's latent site in the vocabulary of package models:
+// Latents categoricals of Classes classes, uniform a priori.
+func (m *Model) site() *models.CatSite {
+	return &models.CatSite{Name: SiteName, D: m.cfg.Latents, C: m.cfg.Classes}
 }
 
 func (m *Model) priorTemp(tau float64) float64 {
@@ -222,37 +251,6 @@ func checkPixels(op string, px []float64, d int) error {
 		}
 	}
 	return nil
-}
-
-// negELBO returns the per-image negative reconstruction term, shape (B),
-// and the total KL term of the batch (a scalar) for the estimator of m.
-func negELBO(t *ad.Tape, m *Model, x, logits *ad.Var, tau, tauPrior float64, g *ad.Tensor) (rec, kl *ad.Var) {
-	q := dist.ConcreteVar{Logits: logits, Temp: tau}
-	y, u := q.RsampleNoise(g)
-	rec = nn.BinaryCrossEntropyWithLogits(m.Decode(t, y), x)
-	return rec, klTerm(t, m.cfg.Estimator, logits, u, tau, tauPrior)
-}
-
-// klTerm returns the KL term, summed over the batch, of the estimator e for
-// logits l of shape (…, C) and the Gumbel-space sample u = (l + g)/τ drawn
-// from them.
-func klTerm(t *ad.Tape, e Estimator, l, u *ad.Var, tau, tauPrior float64) *ad.Var {
-	shape := l.Shape()
-	c := shape[len(shape)-1]
-	switch e {
-	case GumbelSoftmax:
-		logq := ad.LogSoftmax(l, -1)
-		return ad.Sum(ad.Mul(ad.Exp(logq), ad.AddConst(logq, math.Log(float64(c)))))
-	case Concrete:
-		lx := ad.LogSoftmax(u, -1)
-		lq := dist.ConcreteVar{Logits: l, Temp: tau}.LogProbLog(lx)
-		lp := dist.ConcreteVar{Logits: t.Const(ad.Zeros(shape...)), Temp: tauPrior}.LogProbLog(lx)
-		return ad.Sum(ad.Sub(lq, lp))
-	case GumbelSpace:
-		return dist.GumbelKLVar(l, tau, tauPrior)
-	}
-	t.Fail(fmt.Errorf("vae: unknown %v", e))
-	return t.ConstScalar(math.NaN())
 }
 
 // Binarize sets dst[i] to 1 with probability src[i] and to 0 otherwise,

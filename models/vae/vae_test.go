@@ -13,7 +13,9 @@ import (
 	"github.com/permlab/permlab/ad"
 	"github.com/permlab/permlab/dataset"
 	"github.com/permlab/permlab/dist"
+	"github.com/permlab/permlab/models"
 	"github.com/permlab/permlab/models/nn/train"
+	"github.com/permlab/permlab/vi"
 )
 
 // tinyConfig is a VAE small enough to train in a test: 16 pixels, 2 latents of
@@ -66,6 +68,20 @@ func TestParseEstimator(t *testing.T) {
 	if _, err := ParseEstimator("rebar"); err == nil || !strings.Contains(err.Error(), "rebar") {
 		t.Errorf("ParseEstimator(rebar): err %v, want one naming it", err)
 	}
+}
+
+// klTerm is the KL term of LossNoise, vi.CatDivergence, for logits l of
+// shape (B, D, C) or (1, C) and the Gumbel-space sample u drawn from them.
+func klTerm(t *ad.Tape, e Estimator, l, u *ad.Var, tau, tauPrior float64) *ad.Var {
+	sh := l.Shape()
+	c := sh[len(sh)-1]
+	s := &models.CatSite{Name: SiteName, D: l.Size() / (sh[0] * c), C: c}
+	kl, err := vi.CatDivergence(t, e.CatEstimator(), s, l, u, tau, tauPrior)
+	if err != nil {
+		t.Fail(err)
+		return t.ConstScalar(math.NaN())
+	}
+	return kl
 }
 
 // mcKL estimates, by n draws, the expectation of the KL term klTerm of e
