@@ -321,3 +321,21 @@ func TestGradCheckCatchesWrongAdjoint(t *testing.T) {
 	}
 	require.Error(t, CheckGradient(wrong, &Tensor{Shape: []int{2}, Data: []float64{1.5, -2}}))
 }
+
+func TestAllocRaw(t *testing.T) {
+	tp := NewTape()
+	buf := tp.Alloc(5)
+	require.Equal(t, make([]float64, 5), buf)
+	for i := range buf {
+		buf[i] = float64(i + 1)
+	}
+	tp.Reset()
+	// The buffer went back to the pool; AllocRaw hands it out as it is,
+	// Alloc zeroed.
+	raw := tp.AllocRaw(5)
+	require.Len(t, raw, 5)
+	require.Equal(t, []float64{1, 2, 3, 4, 5}, raw)
+	tp.Reset()
+	require.Equal(t, make([]float64, 5), tp.Alloc(5))
+	require.Len(t, tp.AllocRaw(7), 7)
+}

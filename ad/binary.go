@@ -130,39 +130,84 @@ func backBinary(y *Var) {
 	ma := bcast(y.axis >> 4 & 0xf)
 	mb := bcast(y.axis >> 8 & 0xf)
 	a, b := y.a, y.b
+	if a.needGrad {
+		backOperand(y, a, b, ma, mb, op, true)
+	}
+	if b.needGrad {
+		backOperand(y, b, a, mb, ma, op, false)
+	}
+}
+
+// backOperand adds y's adjoint contribution to the operand x (a when
+// first, else b), whose partner in the op is z. The common cases, an
+// operand of the output's shape and a tiled one under Add or Sub, run as
+// plain loops; they add the same terms in the same order as the general
+// loop.
+func backOperand(y, x, z *Var, mx, mz bcast, op binOp, first bool) {
+	gx := x.gradBuf()
+	g := y.grad
+	sign := 1.0
+	if op == opSub && !first {
+		sign = -1
+	}
+	switch {
+	case mx == bFull && (op == opAdd || op == opSub):
+		if sign > 0 {
+			for i, v := range g {
+				gx[i] += v
+			}
+		} else {
+			for i, v := range g {
+				gx[i] -= v
+			}
+		}
+		return
+	case mx == bFull && op == opMul && mz == bFull:
+		zv := z.val[:len(g)]
+		for i, v := range g {
+			gx[i] += v * zv[i]
+		}
+		return
+	case mx == bTile && (op == opAdd || op == opSub) && len(gx) > 0:
+		nx := len(gx)
+		for off := 0; off+nx <= len(g); off += nx {
+			blk := g[off : off+nx]
+			if sign > 0 {
+				for j, v := range blk {
+					gx[j] += v
+				}
+			} else {
+				for j, v := range blk {
+					gx[j] -= v
+				}
+			}
+		}
+		return
+	}
 	last := 1
 	if len(y.shape) > 0 {
 		last = y.shape[len(y.shape)-1]
 	}
-	na, nb := len(a.val), len(b.val)
-	if a.needGrad {
-		ga := a.gradBuf()
-		for i, g := range y.grad {
-			ia := ma.index(i, na, last)
-			switch op {
-			case opAdd, opSub:
-				ga[ia] += g
-			case opMul:
-				ga[ia] += g * b.val[mb.index(i, nb, last)]
-			case opDiv:
-				ga[ia] += g / b.val[mb.index(i, nb, last)]
+	nx, nz := len(x.val), len(z.val)
+	for i, v := range g {
+		ix := mx.index(i, nx, last)
+		switch op {
+		case opAdd:
+			gx[ix] += v
+		case opSub:
+			if first {
+				gx[ix] += v
+			} else {
+				gx[ix] -= v
 			}
-		}
-	}
-	if b.needGrad {
-		gb := b.gradBuf()
-		for i, g := range y.grad {
-			ib := mb.index(i, nb, last)
-			switch op {
-			case opAdd:
-				gb[ib] += g
-			case opSub:
-				gb[ib] -= g
-			case opMul:
-				gb[ib] += g * a.val[ma.index(i, na, last)]
-			case opDiv:
-				z := b.val[ib]
-				gb[ib] -= g * a.val[ma.index(i, na, last)] / (z * z)
+		case opMul:
+			gx[ix] += v * z.val[mz.index(i, nz, last)]
+		case opDiv:
+			if first {
+				gx[ix] += v / z.val[mz.index(i, nz, last)]
+			} else {
+				d := x.val[ix]
+				gx[ix] -= v * z.val[mz.index(i, nz, last)] / (d * d)
 			}
 		}
 	}

@@ -16,9 +16,13 @@ import (
 // only after that order is fixed, so a product's bits do not depend on
 // GOMAXPROCS or on goroutine scheduling.
 //
-// Packing costs O(k·n) against the product's O(m·k·n); measured on the
-// benchmarks below, a plain row loop of f64.Axpy was slower than packing
-// for every shape tried, down to (4,9)·(9,9), so every product is packed.
+// Packing costs O(k·n) against the product's O(m·k·n). A plain row loop
+// of f64.Axpy was slower than packing for every shape tried, down to
+// (4,9)·(9,9); f64.AxpyGather, which adds four scaled rows of b per pass
+// over a row of c, is faster for the few-row products that direct
+// selects (the same fused sums in the same order, so the same bits). A
+// large transposed left factor is read in place by f64.GemmGather rather
+// than copied.
 const (
 	// parMulAdds: products with fewer multiply-adds stay on one goroutine.
 	parMulAdds = 1 << 16
@@ -26,10 +30,12 @@ const (
 	blockMulAdds = 1 << 15
 )
 
-// mmScratch holds the packed right factor and a transposed left factor.
+// mmScratch holds the packed right factor, and a transposed left factor
+// or the index tables that read it in place.
 type mmScratch struct {
-	packed *f64.Packed
-	buf    []float64
+	packed     *f64.Packed
+	buf        []float64
+	rows, offs []int
 }
 
 var mmPool = sync.Pool{New: func() any { return new(mmScratch) }}
@@ -41,11 +47,75 @@ func (s *mmScratch) trans(n int) []float64 {
 	return s.buf[:n]
 }
 
+// iota returns 0, 1, …, k−1 in s's storage.
+func (s *mmScratch) iota(k int) []int {
+	if cap(s.offs) < k {
+		s.offs = make([]int, k)
+	}
+	idx := s.offs[:k]
+	for i := range idx {
+		idx[i] = i
+	}
+	return idx
+}
+
+// transTables sets rows to 0, …, m−1 and offs to 0, m, …, (k−1)·m: the
+// f64.GemmGather tables under which a k×m row-major matrix reads as its
+// m×k transpose.
+func (s *mmScratch) transTables(m, k int) (rows, offs []int) {
+	if cap(s.rows) < m {
+		s.rows = make([]int, m)
+	}
+	if cap(s.offs) < k {
+		s.offs = make([]int, k)
+	}
+	rows, offs = s.rows[:m], s.offs[:k]
+	for i := range rows {
+		rows[i] = i
+	}
+	for p := range offs {
+		offs[p] = p * m
+	}
+	return rows, offs
+}
+
+// direct reports whether gemmNN should add scaled rows of b in place
+// (f64.AxpyGather) rather than pack b: for one or two rows, and for a few
+// rows of a wide b small enough to stay in cache while each row of c reads
+// all of it, such as the soft sort (1,100)·(100,100) and the jigsaw
+// reconstruction (9,9)·(9,81), where packing b costs more than it saves.
+// For small square products, and for a large b that each row would read
+// from memory again, packing stays faster.
+func direct(m, n, k int) bool {
+	return m <= 2 || (m < 16 && n >= 32 && k*n <= 1<<13)
+}
+
+// gatherTN is the size of aᵀ (m·k entries) from which gemmTN reads the
+// transpose in place; below it a transposed copy is cheaper than the
+// index tables.
+const gatherTN = 1 << 12
+
 // gemmNN sets c = a·b, or adds it to c when acc, for a m×k, b k×n and c
 // m×n, all row-major. With par it may split the rows of c over
 // goroutines.
 func gemmNN(m, n, k int, a, b, c []float64, acc, par bool) {
 	if m == 0 || n == 0 {
+		return
+	}
+	if direct(m, n, k) && f64.UsesFMA() {
+		// Row i of c is Σ_p a[i,p]·(row p of b), accumulated in p order
+		// with fused multiply-adds from 0 (or from c): the packed
+		// kernel's sums, bit for bit, without packing b.
+		s := mmPool.Get().(*mmScratch)
+		idx := s.iota(k)
+		for i := range m {
+			ci := c[i*n : (i+1)*n]
+			if !acc {
+				clear(ci)
+			}
+			f64.AxpyGather(ci, a[i*k:(i+1)*k], b[:k*n], n, idx)
+		}
+		mmPool.Put(s)
 		return
 	}
 	s := mmPool.Get().(*mmScratch)
@@ -66,27 +136,57 @@ func gemmNT(m, n, k int, a, b, c []float64, acc, par bool) {
 }
 
 // gemmTN sets (or, with acc, adds to) c = aᵀ·b for a k×m, b k×n, c m×n.
+// A large aᵀ is read in place (f64.GemmGather), a small one copied; both
+// give the bits of the product with a transposed copy.
 func gemmTN(m, n, k int, a, b, c []float64, acc, par bool) {
 	if m == 0 || n == 0 {
 		return
 	}
 	s := mmPool.Get().(*mmScratch)
-	at := s.trans(m * k)
-	f64.Transpose(at, a[:k*m], k, m)
 	s.packed = f64.PackTo(s.packed, b[:k*n], k, n)
-	packedRows(m, n, k, at, s.packed, c, acc, par)
+	a = a[:k*m]
+	if m*k < gatherTN {
+		at := s.trans(m * k)
+		f64.Transpose(at, a, k, m)
+		packedRows(m, n, k, at, s.packed, c, acc, par)
+		mmPool.Put(s)
+		return
+	}
+	rows, offs := s.transTables(m, k)
+	splitRows(m, n, k, par, func(i0, i1 int) {
+		if acc {
+			f64.GemmGatherAdd(a, rows[i0:i1], offs, s.packed, c[i0*n:i1*n])
+		} else {
+			f64.GemmGather(a, rows[i0:i1], offs, s.packed, c[i0*n:i1*n])
+		}
+	})
 	mmPool.Put(s)
 }
 
-// packedRows runs f64.Gemm (or GemmAdd) on blocks of rows of c. A row's
-// result does not depend on the block it falls in.
+// packedRows runs f64.Gemm (or GemmAdd) on blocks of rows of c.
 func packedRows(m, n, k int, a []float64, b *f64.Packed, c []float64, acc, par bool) {
-	if !par || m*n*k < parMulAdds {
+	if serial(m, n, k, par) {
+		// No closure: small products are called often enough for its
+		// allocation to show.
 		gemmRows(0, m, n, k, a, b, c, acc)
 		return
 	}
+	splitRows(m, n, k, par, func(i0, i1 int) { gemmRows(i0, i1, n, k, a, b, c, acc) })
+}
+
+// serial reports whether an m×k·k×n product stays on one goroutine.
+func serial(m, n, k int, par bool) bool { return !par || m*n*k < parMulAdds }
+
+// splitRows calls f on blocks [i0, i1) of the m rows of an m×k·k×n
+// product, in parallel when par and the product is large. A row's result
+// does not depend on the block it falls in.
+func splitRows(m, n, k int, par bool, f func(i0, i1 int)) {
+	if serial(m, n, k, par) {
+		f(0, m)
+		return
+	}
 	rows := max(4, (blockMulAdds/(n*k)+3)/4*4)
-	parallelFor((m+rows-1)/rows, func(q int) { gemmRows(q*rows, min((q+1)*rows, m), n, k, a, b, c, acc) })
+	parallelFor((m+rows-1)/rows, func(q int) { f(q*rows, min((q+1)*rows, m)) })
 }
 
 // gemmRows computes rows i0 … i1−1 of c = a·b (or c += a·b).

@@ -20,6 +20,8 @@ func BenchmarkMatMul(b *testing.B) {
 		{16, 16, 16},
 		{8, 8, 8},
 		{4, 9, 9},
+		{9, 512, 9},
+		{12, 64, 64},
 	} {
 		b.Run(fmt.Sprintf("%dx%dx%d", s.m, s.k, s.n), func(b *testing.B) {
 			rng := rand.New(rand.NewPCG(1, 2))
@@ -50,6 +52,24 @@ func BenchmarkMatMulBatched(b *testing.B) {
 	cputime.Bench(b, func() {
 		t.Reset()
 		y := MatMul(t.Variable(x), t.Variable(w))
+		if err := t.Backward(Sum(y)); err != nil {
+			b.Fatal(err)
+		}
+	})
+}
+
+// BenchmarkMatMulReconstruction times the jigsaw loss's soft
+// reconstruction, Pᵀ·X̃ for 160 relaxed permutations 9×9 and 9 pieces of
+// 81 pixels each, forward and the adjoint of P (X̃ is a constant).
+func BenchmarkMatMulReconstruction(b *testing.B) {
+	rng := rand.New(rand.NewPCG(1, 3))
+	p := randTensor(rng, 0, 1, 160, 9, 9)
+	x := randTensor(rng, 0, 1, 160, 9, 81)
+	t := NewTape()
+	b.ReportAllocs()
+	cputime.Bench(b, func() {
+		t.Reset()
+		y := MatMul(t.Variable(p), t.Const(x))
 		if err := t.Backward(Sum(y)); err != nil {
 			b.Fatal(err)
 		}

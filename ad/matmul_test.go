@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"testing"
 
+	"github.com/permlab/permlab/internal/f64"
 	"github.com/stretchr/testify/require"
 )
 
@@ -22,6 +23,11 @@ var matmulShapes = []struct {
 	{"3x3", []int{5, 33, 29}, []int{5, 29, 17}},
 	{"3x2", []int{6, 41, 30}, []int{30, 19}},
 	{"2x3", []int{23, 30}, []int{6, 30, 41}},
+	// Few rows: gemmNN adds rows of b in place (direct) instead of packing.
+	{"2x2/row", []int{1, 45}, []int{45, 37}},
+	{"3x3/wide", []int{4, 9, 9}, []int{4, 9, 81}},
+	// A transpose read in place (gemmTN from gatherTN entries on).
+	{"3x2/tall", []int{3, 700, 8}, []int{8, 5}},
 }
 
 // naiveMatMul returns a·b by the definition, looping over batch elements
@@ -144,4 +150,34 @@ func naiveShape(a, b []int) []int {
 		return []int{b[0], m, n}
 	}
 	return []int{m, n}
+}
+
+// TestGemmNNDirectMatchesPacked checks that the unpacked path of gemmNN
+// for few-row products gives the packed kernel's bits, accumulating or
+// not.
+func TestGemmNNDirectMatchesPacked(t *testing.T) {
+	if !f64.UsesFMA() {
+		t.Skip("the fallback kernels round differently")
+	}
+	rng := rand.New(rand.NewPCG(4, 9))
+	for _, s := range []struct{ m, k, n int }{{1, 100, 100}, {2, 7, 9}, {9, 9, 81}, {15, 33, 40}, {3, 0, 40}} {
+		require.True(t, direct(s.m, s.n, s.k), "%+v", s)
+		a := randTensor(rng, -1, 1, s.m*s.k).Data
+		b := randTensor(rng, -1, 1, s.k*s.n).Data
+		for _, acc := range []bool{false, true} {
+			c0 := randTensor(rng, -1, 1, s.m*s.n).Data
+			got := append([]float64(nil), c0...)
+			want := append([]float64(nil), c0...)
+			gemmNN(s.m, s.n, s.k, a, b, got, acc, false)
+			p := f64.Pack(b, s.k, s.n)
+			if acc {
+				f64.GemmAdd(s.m, a, p, want)
+			} else {
+				f64.Gemm(s.m, a, p, want)
+			}
+			for i := range want {
+				require.Equal(t, math.Float64bits(want[i]), math.Float64bits(got[i]), "%+v acc=%v entry %d", s, acc, i)
+			}
+		}
+	}
 }

@@ -147,6 +147,11 @@ func (t *Tape) Alloc(n int) []float64 {
 	return buf
 }
 
+// AllocRaw is Alloc without the zeroing: the buffer holds whatever its
+// previous user left in it. It saves a pass over memory for values and
+// saved state that an op overwrites entirely before anything reads them.
+func (t *Tape) AllocRaw(n int) []float64 { return t.allocRaw(n) }
+
 // allocRaw returns a pooled buffer of length n with arbitrary contents.
 func (t *Tape) allocRaw(n int) []float64 {
 	var buf []float64

@@ -33,3 +33,20 @@ func axpy4Asm(n int, a *[4]float64, x0, x1, x2, x3, y *float64)
 //
 //go:noescape
 func dot4Asm(n int, x, y0, y1, y2, y3 *float64, out *[4]float64)
+
+// maxArg4Asm updates the running maxima best and their labels at with the
+// rows x0 … x3 in order, labelling a new maximum from xj with p[j].
+//
+//go:noescape
+func maxArg4Asm(n int, p *[4]float64, x0, x1, x2, x3, best, at *float64)
+
+// kern4x8off is kern4x8 with row r of A read from x at rows[r] + off[p]
+// for p < k.
+//
+//go:noescape
+func kern4x8off(k int, x *float64, rows *[4]int, off *int, b *float64, c *float64, ldc int)
+
+// kern4x8offacc is kern4x8off adding to the tile at c.
+//
+//go:noescape
+func kern4x8offacc(k int, x *float64, rows *[4]int, off *int, b *float64, c *float64, ldc int)

@@ -20,3 +20,15 @@ func axpy4Asm(n int, a *[4]float64, x0, x1, x2, x3, y *float64) {
 func dot4Asm(n int, x, y0, y1, y2, y3 *float64, out *[4]float64) {
 	panic("f64: no assembly on this architecture")
 }
+
+func maxArg4Asm(n int, p *[4]float64, x0, x1, x2, x3, best, at *float64) {
+	panic("f64: no assembly on this architecture")
+}
+
+func kern4x8off(k int, x *float64, rows *[4]int, off *int, b *float64, c *float64, ldc int) {
+	panic("f64: no assembly on this architecture")
+}
+
+func kern4x8offacc(k int, x *float64, rows *[4]int, off *int, b *float64, c *float64, ldc int) {
+	panic("f64: no assembly on this architecture")
+}

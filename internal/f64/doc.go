@@ -26,4 +26,20 @@
 // (each entry's running sum starts from its old value), PackTo and
 // PackTransTo reuse a Packed's storage, and PackTransTo packs the
 // transpose of a matrix for products such as A·Bᵀ.
+//
+// # Products with an implicit left factor
+//
+// GemmGather and GemmGatherAdd run the same 4×8 kernel on an m×k matrix A
+// that is not stored: entry (i, p) is read from a slice x at
+// rows[i] + offs[p]. With x a zero-padded image, rows the corners of the
+// output pixels' windows and offs the filter taps, A is the im2col matrix
+// of a convolution, which is then never copied out; with rows[i] = i and
+// offs[p] = p·m, A is the transpose of a k×m matrix. The sums are those
+// of Gemm and GemmAdd on the explicit A, bit for bit.
+//
+// # Max-pooling
+//
+// MaxArg folds rows into a running elementwise maximum and remembers which
+// row each maximum came from (the first, on ties), four rows per pass
+// with compares and blends in place of branches.
 package f64

@@ -1,6 +1,8 @@
 package f64
 
 import (
+	"sync/atomic"
+
 	"gonum.org/v1/gonum/blas"
 	"gonum.org/v1/gonum/blas/blas64"
 	"gonum.org/v1/gonum/floats"
@@ -9,6 +11,12 @@ import (
 // useAsm reports whether the assembly kernels run. Tests switch it off to
 // check the fallback against the same expectations.
 var useAsm = hasAsm
+
+// UsesFMA reports whether the kernels run on the assembly path, where every
+// multiply-add of Axpy, AxpyGather, Gemm and GemmAdd is fused (rounded
+// once). Callers whose tests compare two orders of the same fused sums bit
+// for bit check it first: the fallback path rounds differently.
+func UsesFMA() bool { return useAsm }
 
 // Axpy adds a·x to y[:len(x)]. It panics if y is shorter than x.
 func Axpy(a float64, x, y []float64) {
@@ -44,7 +52,10 @@ const panelWidth = 8
 type Packed struct {
 	k, n   int
 	panels []float64 // ⌈n/8⌉ panels of k×8, row-major within a panel
-	raw    []float64 // the row-major matrix, for the fallback path
+	// raw is the row-major matrix, kept for the fallback path only: it is
+	// filled when the matrix is packed while the assembly kernels are off.
+	raw    []float64
+	hasRaw bool
 }
 
 // Pack stores the k×n row-major matrix b (len(b) = k·n) for Gemm. The
@@ -60,23 +71,72 @@ func PackTo(p *Packed, b []float64, k, n int) *Packed {
 		panic("f64: Pack: len(b) != k·n")
 	}
 	p = p.resize(k, n)
-	copy(p.raw, b)
-	p.fillPanels()
+	np := (n + panelWidth - 1) / panelWidth
+	for q := 0; q < np; q++ {
+		dst := p.panels[q*k*panelWidth : (q+1)*k*panelWidth]
+		c0 := q * panelWidth
+		w := min(panelWidth, n-c0)
+		for r := 0; r < k; r++ {
+			d := dst[r*panelWidth : (r+1)*panelWidth]
+			copy(d, b[r*n+c0:r*n+c0+w])
+			clear(d[w:])
+		}
+	}
+	if p.hasRaw = !useAsm; p.hasRaw {
+		p.raw = grow(p.raw, k*n)
+		copy(p.raw, b)
+	}
 	return p
 }
 
 // PackTransTo packs the k×n matrix B = btᵀ, given its transpose bt as an
 // n×k row-major matrix (len(bt) = n·k), into p's storage as PackTo does.
 // It saves the caller a transposed copy when the right factor of a product
-// is a transpose, as in the adjoint dA = dC·Bᵀ.
+// is a transpose, as in the adjoint dA = dC·Bᵀ: each row of bt becomes a
+// column of a panel.
 func PackTransTo(p *Packed, bt []float64, k, n int) *Packed {
 	if k < 0 || n < 0 || len(bt) != k*n {
 		panic("f64: PackTrans: len(bt) != k·n")
 	}
 	p = p.resize(k, n)
-	Transpose(p.raw, bt, n, k)
-	p.fillPanels()
+	np := (n + panelWidth - 1) / panelWidth
+	for q := 0; q < np; q++ {
+		dst := p.panels[q*k*panelWidth : (q+1)*k*panelWidth]
+		c0 := q * panelWidth
+		w := min(panelWidth, n-c0)
+		if w < panelWidth {
+			clear(dst)
+		}
+		for j := 0; j < w; j++ {
+			for r, v := range bt[(c0+j)*k : (c0+j+1)*k] {
+				dst[r*panelWidth+j] = v
+			}
+		}
+	}
+	if p.hasRaw = !useAsm; p.hasRaw {
+		p.raw = grow(p.raw, k*n)
+		Transpose(p.raw, bt, n, k)
+	}
 	return p
+}
+
+// rowMajor returns the packed matrix in row-major order: raw when it was
+// kept, otherwise a copy read back from the panels (only when a matrix
+// packed for the assembly path meets the fallback, which tests arrange).
+func (p *Packed) rowMajor() []float64 {
+	if p.hasRaw {
+		return p.raw
+	}
+	k, n := p.k, p.n
+	b := make([]float64, k*n)
+	for q := 0; q < (n+panelWidth-1)/panelWidth; q++ {
+		c0 := q * panelWidth
+		w := min(panelWidth, n-c0)
+		for r := 0; r < k; r++ {
+			copy(b[r*n+c0:r*n+c0+w], p.panels[(q*k+r)*panelWidth:])
+		}
+	}
+	return b
 }
 
 // Transpose writes the transpose of the m×n row-major src into the n×m
@@ -100,14 +160,13 @@ func Transpose(dst, src []float64, m, n int) {
 	}
 }
 
-// resize returns p (or a new Packed) with storage for a k×n matrix.
+// resize returns p (or a new Packed) with panel storage for a k×n matrix.
 func (p *Packed) resize(k, n int) *Packed {
 	if p == nil {
 		p = new(Packed)
 	}
 	np := (n + panelWidth - 1) / panelWidth
 	p.k, p.n = k, n
-	p.raw = grow(p.raw, k*n)
 	p.panels = grow(p.panels, np*k*panelWidth)
 	return p
 }
@@ -117,22 +176,6 @@ func grow(s []float64, n int) []float64 {
 		return make([]float64, n)
 	}
 	return s[:n]
-}
-
-// fillPanels copies raw into the zero-padded panels.
-func (p *Packed) fillPanels() {
-	k, n := p.k, p.n
-	np := (n + panelWidth - 1) / panelWidth
-	for q := 0; q < np; q++ {
-		dst := p.panels[q*k*panelWidth : (q+1)*k*panelWidth]
-		c0 := q * panelWidth
-		w := min(panelWidth, n-c0)
-		for r := 0; r < k; r++ {
-			d := dst[r*panelWidth : (r+1)*panelWidth]
-			copy(d, p.raw[r*n+c0:r*n+c0+w])
-			clear(d[w:])
-		}
-	}
 }
 
 // Dims returns the shape k×n of the packed matrix.
@@ -173,22 +216,23 @@ func gemm(m int, a []float64, b *Packed, c []float64, acc bool) {
 		}
 		blas64.Gemm(blas.NoTrans, blas.NoTrans, 1,
 			blas64.General{Rows: m, Cols: k, Stride: k, Data: a},
-			blas64.General{Rows: k, Cols: n, Stride: n, Data: b.raw},
+			blas64.General{Rows: k, Cols: n, Stride: n, Data: b.rowMajor()},
 			beta, blas64.General{Rows: m, Cols: n, Stride: n, Data: c})
 		return
 	}
-	gemmAsm(m, k, n, a, b.panels, b.raw, c, acc)
+	gemmAsm(m, k, n, a, b, c, acc)
 }
 
 // gemmAsm runs the 4×8 kernel over the full 4-row blocks of c. Panels are
 // the outer loop so that one panel (k×8 doubles) stays in L1 cache while
-// the rows of a stream past it. The last m%4 rows are sums of scaled rows
-// of the row-major b, in the same order and with the same fused
-// multiply-adds as the kernel, so no padded copy of a is needed. With acc
-// the sums start from c's values instead of zero.
-func gemmAsm(m, k, n int, a, panels, b, c []float64, acc bool) {
+// the rows of a stream past it. The last m%4 rows go through the same
+// kernel, reading a through kern4x8off's tables (rows at i·k, taps
+// 0 … k−1), so they are the same running sums. With acc the sums start
+// from c's values instead of zero.
+func gemmAsm(m, k, n int, a []float64, b *Packed, c []float64, acc bool) {
 	const mr = 4
 	var tile [mr * panelWidth]float64
+	panels := b.panels
 	full := m - m%mr
 	np := (n + panelWidth - 1) / panelWidth
 	for q := 0; q < np; q++ {
@@ -219,13 +263,49 @@ func gemmAsm(m, k, n int, a, panels, b, c []float64, acc bool) {
 			}
 		}
 	}
-	for i := full; i < m; i++ {
-		ci := c[i*n : (i+1)*n]
-		if !acc {
-			clear(ci)
+	if full == m {
+		return
+	}
+	// The last h < 4 rows: kern4x8off reads row i of a at i·k + p, with
+	// the last row repeated into the unused tile rows; all indices are
+	// below m·k = len(a).
+	h := m - full
+	var rr [mr]int
+	for r := range rr {
+		rr[r] = (full + min(r, h-1)) * k
+	}
+	offs := iota(k)
+	for q := 0; q < np; q++ {
+		panel := panels[q*k*panelWidth:]
+		c0 := q * panelWidth
+		w := min(panelWidth, n-c0)
+		if acc {
+			for r := 0; r < h; r++ {
+				copy(tile[r*panelWidth:r*panelWidth+w], c[(full+r)*n+c0:(full+r)*n+c0+w])
+			}
+			kern4x8offacc(k, &a[0], &rr, &offs[0], &panel[0], &tile[0], panelWidth)
+		} else {
+			kern4x8off(k, &a[0], &rr, &offs[0], &panel[0], &tile[0], panelWidth)
 		}
-		for p, v := range a[i*k : (i+1)*k] {
-			Axpy(v, b[p*n:(p+1)*n], ci)
+		for r := 0; r < h; r++ {
+			copy(c[(full+r)*n+c0:(full+r)*n+c0+w], tile[r*panelWidth:r*panelWidth+w])
 		}
 	}
+}
+
+// iotaTab holds 0, 1, 2, …; it is replaced by a longer one when needed
+// and never written after it is published.
+var iotaTab atomic.Pointer[[]int]
+
+// iota returns 0, 1, …, k−1. The slice is shared and must not be changed.
+func iota(k int) []int {
+	if t := iotaTab.Load(); t != nil && len(*t) >= k {
+		return (*t)[:k]
+	}
+	t := make([]int, max(k, 256))
+	for i := range t {
+		t[i] = i
+	}
+	iotaTab.Store(&t)
+	return t[:k]
 }

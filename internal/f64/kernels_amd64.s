@@ -379,3 +379,225 @@ kacc_store:
 	VMOVUPD Y7, 32(DI)
 	VZEROUPPER
 	RET
+
+// func maxArg4Asm(n int, p *[4]float64, x0, x1, x2, x3, best, at *float64)
+// For i < n and j = 0, 1, 2, 3 in order: if xj[i] > best[i] (ordered, so
+// a NaN never wins), best[i] = xj[i] and at[i] = p[j]. Branch-free: one
+// compare and two blends per row.
+TEXT ·maxArg4Asm(SB), NOSPLIT, $0-64
+	MOVQ         n+0(FP), CX
+	MOVQ         p+8(FP), AX
+	VBROADCASTSD (AX), Y0
+	VBROADCASTSD 8(AX), Y1
+	VBROADCASTSD 16(AX), Y2
+	VBROADCASTSD 24(AX), Y3
+	MOVQ         x0+16(FP), R8
+	MOVQ         x1+24(FP), R9
+	MOVQ         x2+32(FP), R10
+	MOVQ         x3+40(FP), R11
+	MOVQ         best+48(FP), DI
+	MOVQ         at+56(FP), DX
+	XORQ         SI, SI
+	MOVQ         CX, BX
+	ANDQ         $-4, BX
+	JE           m4_tail
+
+m4_loop:
+	VMOVUPD   (DI)(SI*8), Y4
+	VMOVUPD   (DX)(SI*8), Y5
+	VMOVUPD   (R8)(SI*8), Y6
+	VCMPPD    $0x1e, Y4, Y6, Y7
+	VBLENDVPD Y7, Y6, Y4, Y4
+	VBLENDVPD Y7, Y0, Y5, Y5
+	VMOVUPD   (R9)(SI*8), Y6
+	VCMPPD    $0x1e, Y4, Y6, Y7
+	VBLENDVPD Y7, Y6, Y4, Y4
+	VBLENDVPD Y7, Y1, Y5, Y5
+	VMOVUPD   (R10)(SI*8), Y6
+	VCMPPD    $0x1e, Y4, Y6, Y7
+	VBLENDVPD Y7, Y6, Y4, Y4
+	VBLENDVPD Y7, Y2, Y5, Y5
+	VMOVUPD   (R11)(SI*8), Y6
+	VCMPPD    $0x1e, Y4, Y6, Y7
+	VBLENDVPD Y7, Y6, Y4, Y4
+	VBLENDVPD Y7, Y3, Y5, Y5
+	VMOVUPD   Y4, (DI)(SI*8)
+	VMOVUPD   Y5, (DX)(SI*8)
+	ADDQ      $4, SI
+	CMPQ      SI, BX
+	JL        m4_loop
+
+m4_tail:
+	CMPQ      SI, CX
+	JGE       m4_done
+	VMOVSD    (DI)(SI*8), X4
+	VMOVSD    (DX)(SI*8), X5
+	VMOVSD    (R8)(SI*8), X6
+	VCMPSD    $0x1e, X4, X6, X7
+	VBLENDVPD X7, X6, X4, X4
+	VBLENDVPD X7, X0, X5, X5
+	VMOVSD    (R9)(SI*8), X6
+	VCMPSD    $0x1e, X4, X6, X7
+	VBLENDVPD X7, X6, X4, X4
+	VBLENDVPD X7, X1, X5, X5
+	VMOVSD    (R10)(SI*8), X6
+	VCMPSD    $0x1e, X4, X6, X7
+	VBLENDVPD X7, X6, X4, X4
+	VBLENDVPD X7, X2, X5, X5
+	VMOVSD    (R11)(SI*8), X6
+	VCMPSD    $0x1e, X4, X6, X7
+	VBLENDVPD X7, X6, X4, X4
+	VBLENDVPD X7, X3, X5, X5
+	VMOVSD    X4, (DI)(SI*8)
+	VMOVSD    X5, (DX)(SI*8)
+	INCQ      SI
+	JMP       m4_tail
+
+m4_done:
+	VZEROUPPER
+	RET
+
+// func kern4x8off(k int, x *float64, rows *[4]int, off *int, b *float64, c *float64, ldc int)
+// C[r][0:8] = sum over p < k of x[rows[r]+off[p]] * B[p][0:8] for r < 4,
+// where B is a packed k×8 panel at b: kern4x8 with the rows of A gathered
+// from x through a row base and a column offset table (an implicit im2col
+// matrix). The sums run over p in order with fused multiply-adds, as in
+// kern4x8.
+TEXT ·kern4x8off(SB), NOSPLIT, $0-56
+	MOVQ k+0(FP), CX
+	MOVQ x+8(FP), SI
+	MOVQ rows+16(FP), AX
+	MOVQ (AX), R10
+	MOVQ 8(AX), R11
+	MOVQ 16(AX), R12
+	MOVQ 24(AX), R13
+	LEAQ (SI)(R10*8), R10
+	LEAQ (SI)(R11*8), R11
+	LEAQ (SI)(R12*8), R12
+	LEAQ (SI)(R13*8), R13
+	MOVQ off+24(FP), BX
+	MOVQ b+32(FP), DX
+	MOVQ c+40(FP), DI
+	MOVQ ldc+48(FP), R9
+	SHLQ $3, R9
+
+	VXORPD Y0, Y0, Y0
+	VXORPD Y1, Y1, Y1
+	VXORPD Y2, Y2, Y2
+	VXORPD Y3, Y3, Y3
+	VXORPD Y4, Y4, Y4
+	VXORPD Y5, Y5, Y5
+	VXORPD Y6, Y6, Y6
+	VXORPD Y7, Y7, Y7
+	XORQ   AX, AX
+	TESTQ  CX, CX
+	JE     koff_store
+
+koff_loop:
+	MOVQ         (BX)(AX*8), R8
+	VMOVUPD      (DX), Y8
+	VMOVUPD      32(DX), Y9
+	VBROADCASTSD (R10)(R8*8), Y10
+	VBROADCASTSD (R11)(R8*8), Y11
+	VFMADD231PD  Y8, Y10, Y0
+	VFMADD231PD  Y9, Y10, Y1
+	VBROADCASTSD (R12)(R8*8), Y12
+	VFMADD231PD  Y8, Y11, Y2
+	VFMADD231PD  Y9, Y11, Y3
+	VBROADCASTSD (R13)(R8*8), Y13
+	VFMADD231PD  Y8, Y12, Y4
+	VFMADD231PD  Y9, Y12, Y5
+	VFMADD231PD  Y8, Y13, Y6
+	VFMADD231PD  Y9, Y13, Y7
+	ADDQ         $64, DX
+	INCQ         AX
+	CMPQ         AX, CX
+	JL           koff_loop
+
+koff_store:
+	VMOVUPD Y0, (DI)
+	VMOVUPD Y1, 32(DI)
+	ADDQ    R9, DI
+	VMOVUPD Y2, (DI)
+	VMOVUPD Y3, 32(DI)
+	ADDQ    R9, DI
+	VMOVUPD Y4, (DI)
+	VMOVUPD Y5, 32(DI)
+	ADDQ    R9, DI
+	VMOVUPD Y6, (DI)
+	VMOVUPD Y7, 32(DI)
+	VZEROUPPER
+	RET
+
+// func kern4x8offacc(k int, x *float64, rows *[4]int, off *int, b *float64, c *float64, ldc int)
+// kern4x8off, adding to the tile at c: the running sums start from its
+// values, as in kern4x8acc.
+TEXT ·kern4x8offacc(SB), NOSPLIT, $0-56
+	MOVQ k+0(FP), CX
+	MOVQ x+8(FP), SI
+	MOVQ rows+16(FP), AX
+	MOVQ (AX), R10
+	MOVQ 8(AX), R11
+	MOVQ 16(AX), R12
+	MOVQ 24(AX), R13
+	LEAQ (SI)(R10*8), R10
+	LEAQ (SI)(R11*8), R11
+	LEAQ (SI)(R12*8), R12
+	LEAQ (SI)(R13*8), R13
+	MOVQ off+24(FP), BX
+	MOVQ b+32(FP), DX
+	MOVQ c+40(FP), DI
+	MOVQ ldc+48(FP), R9
+	SHLQ $3, R9
+
+	MOVQ    DI, R8
+	VMOVUPD (R8), Y0
+	VMOVUPD 32(R8), Y1
+	ADDQ    R9, R8
+	VMOVUPD (R8), Y2
+	VMOVUPD 32(R8), Y3
+	ADDQ    R9, R8
+	VMOVUPD (R8), Y4
+	VMOVUPD 32(R8), Y5
+	ADDQ    R9, R8
+	VMOVUPD (R8), Y6
+	VMOVUPD 32(R8), Y7
+	XORQ    AX, AX
+	TESTQ   CX, CX
+	JE      koffacc_store
+
+koffacc_loop:
+	MOVQ         (BX)(AX*8), R8
+	VMOVUPD      (DX), Y8
+	VMOVUPD      32(DX), Y9
+	VBROADCASTSD (R10)(R8*8), Y10
+	VBROADCASTSD (R11)(R8*8), Y11
+	VFMADD231PD  Y8, Y10, Y0
+	VFMADD231PD  Y9, Y10, Y1
+	VBROADCASTSD (R12)(R8*8), Y12
+	VFMADD231PD  Y8, Y11, Y2
+	VFMADD231PD  Y9, Y11, Y3
+	VBROADCASTSD (R13)(R8*8), Y13
+	VFMADD231PD  Y8, Y12, Y4
+	VFMADD231PD  Y9, Y12, Y5
+	VFMADD231PD  Y8, Y13, Y6
+	VFMADD231PD  Y9, Y13, Y7
+	ADDQ         $64, DX
+	INCQ         AX
+	CMPQ         AX, CX
+	JL           koffacc_loop
+
+koffacc_store:
+	VMOVUPD Y0, (DI)
+	VMOVUPD Y1, 32(DI)
+	ADDQ    R9, DI
+	VMOVUPD Y2, (DI)
+	VMOVUPD Y3, 32(DI)
+	ADDQ    R9, DI
+	VMOVUPD Y4, (DI)
+	VMOVUPD Y5, 32(DI)
+	ADDQ    R9, DI
+	VMOVUPD Y6, (DI)
+	VMOVUPD Y7, 32(DI)
+	VZEROUPPER
+	RET

@@ -22,15 +22,20 @@ import (
 // W is stored as an (F, C·K·K) matrix, row f holding filter f in (c, u, v)
 // order, and B has shape (F); B is nil for a layer built with NoBias.
 //
-// Forward lowers each sample to an im2col matrix X_n of shape (H′W′, C·K·K),
-// one row per output pixel, and multiplies it by Wᵀ with the packed f64
-// kernel. The adjoints are products of the same matrices:
+// Forward multiplies each sample's im2col matrix X_n of shape
+// (H′W′, C·K·K), one row per output pixel, by Wᵀ with the packed f64
+// kernel. X_n is never written out: the kernel reads entry (p, q) from the
+// zero-padded sample at a window offset plus a tap offset
+// (f64.GemmGather). The adjoints are products of the same matrices:
 //
 //	W̄ += Σ_n Ȳ_n · X_n,   X̄_n = Ȳ_nᵀ · W  (scattered back by col2im),
 //
 // where Ȳ_n is the (F, H′W′) adjoint of sample n. Samples run in parallel;
 // W̄ and b̄ are summed in fixed chunks of samples and then across chunks in
 // order, so results do not depend on GOMAXPROCS.
+//
+// Followed by a ReLU and a MaxPool2D in a Sequential, the convolution runs
+// fused with them (see fused.go).
 type Conv2D struct {
 	W, B                           *ad.Param
 	InC, OutC, Kernel, Stride, Pad int
@@ -130,7 +135,7 @@ func conv2d(t *ad.Tape, g *convGeom, x, w, b *ad.Var) *ad.Var {
 		bias = b.Value()
 	}
 	wv, xv := w.Value(), x.Value()
-	y := t.Alloc(g.n * g.f * g.pix())
+	y := t.AllocRaw(g.n * g.f * g.pix()) // convForward writes every entry
 	convForward(g, xv, wv, bias, y)
 	return t.Custom([]int{g.n, g.f, g.ho, g.wo}, y, ins, func(gy []float64, gIn [][]float64) {
 		var gb []float64
@@ -158,7 +163,14 @@ func (c *Conv2D) valid() error {
 // convScratch is one goroutine's working memory.
 type convScratch struct {
 	cols, tmp []float64
+	xpad      []float64 // a sample with its zero border, for im2col
 	packed    *f64.Packed
+
+	// For the fused convolution and pooling (fused.go): the running
+	// window maxima and their rows, and the sparse adjoint by filter and
+	// by pixel.
+	best, at, coef, byPixCoef   []float64
+	pix, start, byPix, pixStart []int
 }
 
 var (
@@ -188,14 +200,16 @@ func convForward(g *convGeom, x, w, bias, y []float64) {
 	wt := packedPool.Get().(*f64.Packed)
 	wt = f64.PackTransTo(wt, w, nc, g.f) // Wᵀ, (C·K·K, F)
 	defer packedPool.Put(wt)
+	rows, offs := g.gatherTables()
 	scratch := make([]*convScratch, workers(g.n))
 	for i := range scratch {
-		scratch[i] = getScratch(np*nc, np*g.f)
+		scratch[i] = getScratch(0, np*g.f)
+		scratch[i].xpad = growTo(scratch[i].xpad, g.padSize())
 	}
 	parallelFor(len(scratch), g.n, func(wk, n int) {
 		s := scratch[wk]
-		im2col(g, x[n*g.c*g.h*g.w:(n+1)*g.c*g.h*g.w], s.cols)
-		f64.Gemm(np, s.cols, wt, s.tmp) // (H′W′, F)
+		g.padInto(x[n*g.c*g.h*g.w:(n+1)*g.c*g.h*g.w], s.xpad)
+		f64.GemmGather(s.xpad, rows, offs, wt, s.tmp) // X_n·Wᵀ, (H′W′, F)
 		yn := y[n*g.f*np : (n+1)*g.f*np]
 		f64.Transpose(yn, s.tmp, np, g.f)
 		for f, b := range bias {
@@ -241,9 +255,11 @@ func convBackward(t *ad.Tape, g *convGeom, x, w, gy, gx, gw, gb []float64) {
 	if gw != nil {
 		partial = t.Alloc(count * g.f * nc)
 	}
+	rows, offs := g.gatherTables()
 	scratch := make([]*convScratch, workers(count))
 	for i := range scratch {
 		scratch[i] = getScratch(np*nc, np*g.f)
+		scratch[i].xpad = growTo(scratch[i].xpad, g.padSize())
 	}
 	xs := g.c * g.h * g.w
 	parallelFor(len(scratch), count, func(wk, q int) {
@@ -252,7 +268,8 @@ func convBackward(t *ad.Tape, g *convGeom, x, w, gy, gx, gw, gb []float64) {
 			gyn := gy[n*g.f*np : (n+1)*g.f*np] // (F, H′W′)
 			if gw != nil {
 				// W̄ += Ȳ_n · X_n
-				im2col(g, x[n*xs:(n+1)*xs], s.cols)
+				g.padInto(x[n*xs:(n+1)*xs], s.xpad)
+				im2col(s.xpad, rows, offs, s.cols)
 				s.packed = f64.PackTo(s.packed, s.cols, np, nc)
 				f64.GemmAdd(g.f, gyn, s.packed, partial[q*g.f*nc:(q+1)*g.f*nc])
 			}
@@ -272,38 +289,55 @@ func convBackward(t *ad.Tape, g *convGeom, x, w, gy, gx, gw, gb []float64) {
 	}
 }
 
-// im2col writes the (H′W′, C·K·K) patch matrix of one sample x (C, H, W).
-func im2col(g *convGeom, x, cols []float64) {
-	k, nc := g.k, g.cols()
-	p := 0
+// padSize returns the length of a zero-padded copy of one sample,
+// (C, H+2P, W+2P).
+func (g *convGeom) padSize() int { return g.c * (g.h + 2*g.pad) * (g.w + 2*g.pad) }
+
+// padInto writes x (C, H, W) into xp with a zero border of width P.
+func (g *convGeom) padInto(x, xp []float64) {
+	hp, wp := g.h+2*g.pad, g.w+2*g.pad
+	xp = xp[:g.c*hp*wp]
+	if g.pad > 0 {
+		clear(xp)
+	}
+	for c := range g.c {
+		for i := range g.h {
+			copy(xp[(c*hp+i+g.pad)*wp+g.pad:], x[(c*g.h+i)*g.w:(c*g.h+i+1)*g.w])
+		}
+	}
+}
+
+// gatherTables returns where the im2col matrix of a padded sample xp reads
+// from: entry (p, q) of the matrix is xp[rows[p] + offs[q]], rows[p] being
+// the corner of output pixel p's window and offs[q] the place of tap
+// q = (c, u, v) within a window.
+func (g *convGeom) gatherTables() (rows, offs []int) {
+	hp, wp := g.h+2*g.pad, g.w+2*g.pad
+	rows = make([]int, 0, g.pix())
 	for oi := range g.ho {
 		for oj := range g.wo {
-			row := cols[p*nc : (p+1)*nc]
-			p++
-			j0 := oj*g.stride - g.pad
-			for c := range g.c {
-				plane := x[c*g.h*g.w : (c+1)*g.h*g.w]
-				for u := range k {
-					dst := row[(c*k+u)*k : (c*k+u+1)*k]
-					ii := oi*g.stride - g.pad + u
-					if ii < 0 || ii >= g.h {
-						clear(dst)
-						continue
-					}
-					src := plane[ii*g.w : (ii+1)*g.w]
-					if j0 >= 0 && j0+k <= g.w {
-						copy(dst, src[j0:j0+k])
-						continue
-					}
-					for v := range k {
-						if jj := j0 + v; jj >= 0 && jj < g.w {
-							dst[v] = src[jj]
-						} else {
-							dst[v] = 0
-						}
-					}
-				}
+			rows = append(rows, oi*g.stride*wp+oj*g.stride)
+		}
+	}
+	offs = make([]int, 0, g.cols())
+	for c := range g.c {
+		for u := range g.k {
+			for v := range g.k {
+				offs = append(offs, (c*hp+u)*wp+v)
 			}
+		}
+	}
+	return rows, offs
+}
+
+// im2col writes the (H′W′, C·K·K) patch matrix of the padded sample xp
+// (see padInto and gatherTables).
+func im2col(xp []float64, rows, offs []int, cols []float64) {
+	nc := len(offs)
+	for p, r := range rows {
+		row := cols[p*nc : (p+1)*nc]
+		for q, o := range offs {
+			row[q] = xp[r+o]
 		}
 	}
 }
@@ -311,27 +345,30 @@ func im2col(g *convGeom, x, cols []float64) {
 // col2im adds the patch-matrix adjoint cols back into the adjoint gx
 // (C, H, W) of one sample, the transpose of im2col.
 func col2im(g *convGeom, cols, gx []float64) {
-	k, nc := g.k, g.cols()
-	p := 0
-	for oi := range g.ho {
-		for oj := range g.wo {
-			row := cols[p*nc : (p+1)*nc]
-			p++
-			j0 := oj*g.stride - g.pad
-			for c := range g.c {
-				plane := gx[c*g.h*g.w : (c+1)*g.h*g.w]
-				for u := range k {
-					ii := oi*g.stride - g.pad + u
-					if ii < 0 || ii >= g.h {
-						continue
-					}
-					src := row[(c*k+u)*k : (c*k+u+1)*k]
-					dst := plane[ii*g.w : (ii+1)*g.w]
-					for v, d := range src {
-						if jj := j0 + v; jj >= 0 && jj < g.w {
-							dst[jj] += d
-						}
-					}
+	nc := g.cols()
+	for p := range g.pix() {
+		col2imPixel(g, p, cols[p*nc:(p+1)*nc], gx)
+	}
+}
+
+// col2imPixel adds row, the adjoint of output pixel p's patch, into the
+// sample adjoint gx (C, H, W).
+func col2imPixel(g *convGeom, p int, row, gx []float64) {
+	k := g.k
+	oi, oj := p/g.wo, p%g.wo
+	j0 := oj*g.stride - g.pad
+	for c := range g.c {
+		plane := gx[c*g.h*g.w : (c+1)*g.h*g.w]
+		for u := range k {
+			ii := oi*g.stride - g.pad + u
+			if ii < 0 || ii >= g.h {
+				continue
+			}
+			src := row[(c*k+u)*k : (c*k+u+1)*k]
+			dst := plane[ii*g.w : (ii+1)*g.w]
+			for v, d := range src {
+				if jj := j0 + v; jj >= 0 && jj < g.w {
+					dst[jj] += d
 				}
 			}
 		}

@@ -14,11 +14,21 @@
 //
 //	y[n,f,i,j] = b[f] + Σ_{c,u,v} W[f,c,u,v] · x[n, c, S·i+u−P, S·j+v−P],
 //
-// computed as one matrix product per sample (im2col); MaxPool2D takes
-// window maxima. The activations ReLU, LeakyReLU, ELU, Sigmoid, Tanh and
+// computed as one matrix product per sample (im2col, read in place from
+// the padded sample rather than copied); MaxPool2D takes window maxima. The activations ReLU, LeakyReLU, ELU, Sigmoid, Tanh and
 // Softplus have no parameters; Flatten turns (N, …) into (N, d).
 // Sequential chains layers and Collect gathers their parameters for an
 // optimizer (package ad/optim) or for Save.
+//
+// Sequential runs Conv2D → ReLU → MaxPool2D (or Conv2D → MaxPool2D →
+// ReLU), and a Flatten after them, as one fused op. ReLU and max-pooling
+// commute, so the op takes each window's maximum of the convolution and
+// rectifies it, max(max_window v, 0); the adjoint of the convolution
+// output is then non-zero only at the argmax of each window with a
+// positive output, and the weight and input adjoints are computed from
+// those entries alone. Values are those of the separate layers bit for
+// bit; the weight and bias adjoints add the same terms in another order.
+// MSE is likewise one op, with the bits of Mean(Square(Sub(·, ·))).
 //
 // A layer never panics on bad input. A wrong shape is recorded as the
 // tape's error (ad.Tape.Fail) and Forward returns a placeholder; every

@@ -173,7 +173,46 @@ func MSE(pred, target *ad.Var) *ad.Var {
 	if pred.Size() == 0 {
 		return fail(t, "MSE: empty input of shape %v", pred.Shape())
 	}
-	return ad.Mean(ad.Square(ad.Sub(pred, target)))
+	return mse(t, pred, target)
+}
+
+// mse records MSE as one op. It does the arithmetic of
+// ad.Mean(ad.Square(ad.Sub(pred, target))) in the same order, so it gives
+// the same bits, without the two intermediate tensors and their adjoints:
+// forward s = Σ_i d_i² in index order with d_i = p_i − y_i, then s·(1/n);
+// backward, with c = ḡ·(1/n), the adjoint (2c)·d_i added to p̄_i and
+// subtracted from ȳ_i.
+func mse(t *ad.Tape, pred, target *ad.Var) *ad.Var {
+	p, y := pred.Value(), target.Value()
+	y = y[:len(p)]
+	inv := 1 / float64(len(p))
+	s := 0.0
+	for i, v := range p {
+		d := v - y[i]
+		s += float64(d * d) // the conversion forbids fusing into an FMA
+	}
+	out := t.AllocRaw(1)
+	out[0] = s * inv
+	return t.Custom(nil, out, []*ad.Var{pred, target}, func(g []float64, gIn [][]float64) {
+		c2 := 2 * (g[0] * inv)
+		gp, gy := gIn[0], gIn[1]
+		switch {
+		case gy == nil:
+			for i, v := range p {
+				gp[i] += c2 * (v - y[i])
+			}
+		case gp == nil:
+			for i, v := range p {
+				gy[i] -= c2 * (v - y[i])
+			}
+		default:
+			for i, v := range p {
+				gd := c2 * (v - y[i])
+				gp[i] += gd
+				gy[i] -= gd
+			}
+		}
+	})
 }
 
 // Accuracy returns the fraction of the n rows of the row-major (n, c)

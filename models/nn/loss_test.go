@@ -97,6 +97,41 @@ func TestMSE(t *testing.T) {
 	require.NoError(t, ad.CheckGradient(func(_ *ad.Tape, v []*ad.Var) *ad.Var { return MSE(v[0], v[1]) }, p, q))
 	MSE(tp.Const(p), tp.Const(ad.Zeros(3, 2)))
 	assert.Error(t, tp.Err())
+
+	// The fused op is ad.Mean(ad.Square(ad.Sub(·, ·))), bit for bit, in
+	// value and adjoints, whichever inputs need a gradient.
+	p, q = randTensor(rng, 7, 13), randTensor(rng, 7, 13)
+	for _, vars := range [][2]bool{{true, true}, {true, false}, {false, true}} {
+		run := func(fused bool) []uint64 {
+			tp := ad.NewTape()
+			leaf := func(x *ad.Tensor, v bool) *ad.Var {
+				if v {
+					return tp.Variable(x)
+				}
+				return tp.Const(x)
+			}
+			a, b := leaf(p, vars[0]), leaf(q, vars[1])
+			// A second use of each input, so that the adjoints
+			// accumulate onto something.
+			base := ad.Sum(ad.Mul(ad.Add(a, b), ad.Add(a, b)))
+			var l *ad.Var
+			if fused {
+				l = MSE(a, b)
+			} else {
+				l = ad.Mean(ad.Square(ad.Sub(a, b)))
+			}
+			require.NoError(t, tp.Backward(ad.Add(ad.Mul(l, tp.ConstScalar(3)), base)))
+			out := []float64{l.Item()}
+			out = append(out, a.Grad()...)
+			out = append(out, b.Grad()...)
+			bits := make([]uint64, len(out))
+			for i, v := range out {
+				bits[i] = math.Float64bits(v)
+			}
+			return bits
+		}
+		require.Equal(t, run(false), run(true), "variables %v", vars)
+	}
 }
 
 func TestAccuracy(t *testing.T) {

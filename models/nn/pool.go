@@ -40,9 +40,11 @@ func (m MaxPool2D) Forward(t *ad.Tape, x *ad.Var) *ad.Var {
 	ho, wo := (h-size)/stride+1, (w-size)/stride+1
 	planes := sh[0] * sh[1]
 	xv := x.Value()
-	y := t.Alloc(planes * ho * wo)
-	// arg[o] is the index into x of output o's maximum.
-	arg := make([]int, len(y))
+	y := t.AllocRaw(planes * ho * wo)
+	// arg[o] is the index into x of output o's maximum, kept in a tape
+	// buffer (indices below 2⁵³ are exact in a float64) so that it is
+	// reused from step to step instead of allocated.
+	arg := t.AllocRaw(len(y))
 	for pl := range planes {
 		in := xv[pl*h*w : (pl+1)*h*w]
 		for i := range ho {
@@ -58,14 +60,14 @@ func (m MaxPool2D) Forward(t *ad.Tape, x *ad.Var) *ad.Var {
 				}
 				o := (pl*ho+i)*wo + j
 				y[o] = in[best]
-				arg[o] = pl*h*w + best
+				arg[o] = float64(pl*h*w + best)
 			}
 		}
 	}
 	return t.Custom([]int{sh[0], sh[1], ho, wo}, y, []*ad.Var{x}, func(gy []float64, gIn [][]float64) {
 		if gx := gIn[0]; gx != nil {
 			for o, g := range gy {
-				gx[arg[o]] += g
+				gx[int(arg[o])] += g
 			}
 		}
 	})
