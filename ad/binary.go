@@ -108,6 +108,17 @@ func binary(op binOp, a, b *Var) *Var {
 		return y
 	}
 	na, nb := len(av), len(bv)
+	if op == opAdd && ma == bFull && mb == bTile && nb > 0 {
+		// A bias added to every row, as in a dense layer: a plain loop
+		// per row, the same sums as the general loop below.
+		for off := 0; off+nb <= len(out); off += nb {
+			o, x := out[off:off+nb], av[off:off+nb]
+			for j, z := range bv {
+				o[j] = x[j] + z
+			}
+		}
+		return y
+	}
 	for i := range out {
 		x := av[ma.index(i, na, last)]
 		z := bv[mb.index(i, nb, last)]
@@ -144,24 +155,43 @@ func backBinary(y *Var) {
 // plain loops; they add the same terms in the same order as the general
 // loop.
 func backOperand(y, x, z *Var, mx, mz bcast, op binOp, first bool) {
-	gx := x.gradBuf()
 	g := y.grad
 	sign := 1.0
 	if op == opSub && !first {
 		sign = -1
 	}
-	switch {
-	case mx == bFull && (op == opAdd || op == opSub):
-		if sign > 0 {
+	if mx == bFull && (op == opAdd || op == opSub) {
+		// A fresh adjoint is written as 0 ± v rather than zeroed and
+		// then updated: the same operations on the same +0, so the same
+		// bits (0 + v is v with a −0 turned into +0; the compiler keeps
+		// the addition).
+		gx, acc := x.gradOut()
+		if !acc {
+			clear(gx[len(g):])
+			gx = gx[:len(g)]
+		}
+		switch {
+		case sign > 0 && acc:
 			for i, v := range g {
 				gx[i] += v
 			}
-		} else {
+		case sign > 0:
+			for i, v := range g {
+				gx[i] = 0 + v
+			}
+		case acc:
 			for i, v := range g {
 				gx[i] -= v
 			}
+		default:
+			for i, v := range g {
+				gx[i] = 0 - v
+			}
 		}
 		return
+	}
+	gx := x.gradBuf()
+	switch {
 	case mx == bFull && op == opMul && mz == bFull:
 		zv := z.val[:len(g)]
 		for i, v := range g {

@@ -12,30 +12,25 @@ import (
 // Dgemm where the CPU lacks them). Every entry of a product is one running
 // sum over the inner index in increasing order, computed by exactly one
 // goroutine, and sums over a batch (the adjoint of a shared factor) are
-// taken in batch order. Work is split into row blocks or batch elements
-// only after that order is fixed, so a product's bits do not depend on
-// GOMAXPROCS or on goroutine scheduling.
+// taken in batch order. Work is split into blocks of rows and column
+// panels, or into batch elements, only after that order is fixed, so a
+// product's bits do not depend on GOMAXPROCS or on goroutine scheduling.
 //
 // Packing costs O(k·n) against the product's O(m·k·n). A plain row loop
 // of f64.Axpy was slower than packing for every shape tried, down to
 // (4,9)·(9,9); f64.AxpyGather, which adds four scaled rows of b per pass
 // over a row of c, is faster for the few-row products that direct
-// selects (the same fused sums in the same order, so the same bits). A
-// large transposed left factor is read in place by f64.GemmGather rather
-// than copied.
-const (
-	// parMulAdds: products with fewer multiply-adds stay on one goroutine.
-	parMulAdds = 1 << 16
-	// blockMulAdds is the target work of one parallel row block.
-	blockMulAdds = 1 << 15
-)
+// selects (the same fused sums in the same order, so the same bits).
 
-// mmScratch holds the packed right factor, and a transposed left factor
-// or the index tables that read it in place.
+// parMulAdds: products with fewer multiply-adds stay on one goroutine.
+const parMulAdds = 1 << 16
+
+// mmScratch holds the packed right factor, a transposed left factor and
+// the index table of the direct path.
 type mmScratch struct {
-	packed     *f64.Packed
-	buf        []float64
-	rows, offs []int
+	packed *f64.Packed
+	buf    []float64
+	offs   []int
 }
 
 var mmPool = sync.Pool{New: func() any { return new(mmScratch) }}
@@ -59,26 +54,6 @@ func (s *mmScratch) iota(k int) []int {
 	return idx
 }
 
-// transTables sets rows to 0, …, m−1 and offs to 0, m, …, (k−1)·m: the
-// f64.GemmGather tables under which a k×m row-major matrix reads as its
-// m×k transpose.
-func (s *mmScratch) transTables(m, k int) (rows, offs []int) {
-	if cap(s.rows) < m {
-		s.rows = make([]int, m)
-	}
-	if cap(s.offs) < k {
-		s.offs = make([]int, k)
-	}
-	rows, offs = s.rows[:m], s.offs[:k]
-	for i := range rows {
-		rows[i] = i
-	}
-	for p := range offs {
-		offs[p] = p * m
-	}
-	return rows, offs
-}
-
 // direct reports whether gemmNN should add scaled rows of b in place
 // (f64.AxpyGather) rather than pack b: for one or two rows, and for a few
 // rows of a wide b small enough to stay in cache while each row of c reads
@@ -90,14 +65,9 @@ func direct(m, n, k int) bool {
 	return m <= 2 || (m < 16 && n >= 32 && k*n <= 1<<13)
 }
 
-// gatherTN is the size of aᵀ (m·k entries) from which gemmTN reads the
-// transpose in place; below it a transposed copy is cheaper than the
-// index tables.
-const gatherTN = 1 << 12
-
 // gemmNN sets c = a·b, or adds it to c when acc, for a m×k, b k×n and c
-// m×n, all row-major. With par it may split the rows of c over
-// goroutines.
+// m×n, all row-major. With par it may split c into blocks of rows and
+// columns over goroutines (packedProduct).
 func gemmNN(m, n, k int, a, b, c []float64, acc, par bool) {
 	if m == 0 || n == 0 {
 		return
@@ -119,8 +89,16 @@ func gemmNN(m, n, k int, a, b, c []float64, acc, par bool) {
 		return
 	}
 	s := mmPool.Get().(*mmScratch)
-	s.packed = f64.PackTo(s.packed, b, k, n)
-	packedRows(m, n, k, a, s.packed, c, acc, par)
+	if serial(m, n, k, par) {
+		// No closure: small products are called often enough for its
+		// allocation to show.
+		s.packed = f64.PackTo(s.packed, b, k, n)
+		gemmRows(0, m, n, k, a, s.packed, c, acc)
+	} else {
+		p := f64.Prepare(s.packed, k, n)
+		s.packed = p
+		packedProduct(m, n, k, a, p, c, acc, func(q0, q1 int) { f64.PackPanels(p, b[:k*n], q0, q1) })
+	}
 	mmPool.Put(s)
 }
 
@@ -130,63 +108,98 @@ func gemmNT(m, n, k int, a, b, c []float64, acc, par bool) {
 		return
 	}
 	s := mmPool.Get().(*mmScratch)
-	s.packed = f64.PackTransTo(s.packed, b, k, n)
-	packedRows(m, n, k, a, s.packed, c, acc, par)
+	if serial(m, n, k, par) {
+		s.packed = f64.PackTransTo(s.packed, b, k, n)
+		gemmRows(0, m, n, k, a, s.packed, c, acc)
+	} else {
+		p := f64.Prepare(s.packed, k, n)
+		s.packed = p
+		packedProduct(m, n, k, a, p, c, acc, func(q0, q1 int) { f64.PackTransPanels(p, b[:n*k], q0, q1) })
+	}
 	mmPool.Put(s)
 }
 
 // gemmTN sets (or, with acc, adds to) c = aᵀ·b for a k×m, b k×n, c m×n.
-// A large aᵀ is read in place (f64.GemmGather), a small one copied; both
-// give the bits of the product with a transposed copy.
+// aᵀ is copied out first: reading it in place (f64.GemmGather) was as fast
+// only when m is not a multiple of a large power of two, and up to 1.7
+// times slower at the dense layers' weight gradients ((512,100)·(100,256),
+// where the column walk down a thrashes the cache). Both give the same
+// bits.
 func gemmTN(m, n, k int, a, b, c []float64, acc, par bool) {
 	if m == 0 || n == 0 {
 		return
 	}
 	s := mmPool.Get().(*mmScratch)
-	s.packed = f64.PackTo(s.packed, b[:k*n], k, n)
-	a = a[:k*m]
-	if m*k < gatherTN {
-		at := s.trans(m * k)
-		f64.Transpose(at, a, k, m)
-		packedRows(m, n, k, at, s.packed, c, acc, par)
-		mmPool.Put(s)
-		return
+	at := s.trans(m * k)
+	if serial(m, n, k, par) {
+		f64.Transpose(at, a[:k*m], k, m)
+		s.packed = f64.PackTo(s.packed, b[:k*n], k, n)
+		gemmRows(0, m, n, k, at, s.packed, c, acc)
+	} else {
+		// aᵀ in blocks of 64 rows (columns of a), shared by the goroutines.
+		const cols = 64
+		parallelFor((m+cols-1)/cols, func(t int) {
+			f64.TransposeCols(at, a[:k*m], k, m, t*cols, min((t+1)*cols, m))
+		})
+		p := f64.Prepare(s.packed, k, n)
+		s.packed = p
+		packedProduct(m, n, k, at, p, c, acc, func(q0, q1 int) { f64.PackPanels(p, b[:k*n], q0, q1) })
 	}
-	rows, offs := s.transTables(m, k)
-	splitRows(m, n, k, par, func(i0, i1 int) {
-		if acc {
-			f64.GemmGatherAdd(a, rows[i0:i1], offs, s.packed, c[i0*n:i1*n])
-		} else {
-			f64.GemmGather(a, rows[i0:i1], offs, s.packed, c[i0*n:i1*n])
-		}
-	})
 	mmPool.Put(s)
 }
 
-// packedRows runs f64.Gemm (or GemmAdd) on blocks of rows of c.
-func packedRows(m, n, k int, a []float64, b *f64.Packed, c []float64, acc, par bool) {
-	if serial(m, n, k, par) {
-		// No closure: small products are called often enough for its
-		// allocation to show.
-		gemmRows(0, m, n, k, a, b, c, acc)
+// packedProduct computes c = a·B (or c += a·B) for the m×k a and the k×n
+// B prepared in p, whose panels pack(q0, q1) fills, on up to GOMAXPROCS
+// goroutines. The work is cut into blocks of rows × column panels (see
+// blocks). Where there are enough blocks of panels, as for a batch of 100
+// against a 784×512 weight, each goroutine takes a block of panels, packs
+// it and multiplies every block of rows by it at once, while it is in
+// cache; a split by rows would have every goroutine read the whole of B.
+// Otherwise (a few wide panels against many rows) the panels are packed
+// first, in parallel, then the blocks multiplied. Every entry is computed
+// by one kernel call whatever the split, so the bits do not depend on it.
+func packedProduct(m, n, k int, a []float64, p *f64.Packed, c []float64, acc bool, pack func(q0, q1 int)) {
+	np := p.Panels()
+	workers := runtime.GOMAXPROCS(0)
+	rb, nr, qb, nq := blocks(m, k, np, workers)
+	if nr == 1 || nq >= 2*workers {
+		parallelFor(nq, func(t int) {
+			q0 := t * qb
+			q1 := min(q0+qb, np)
+			pack(q0, q1)
+			for i0 := 0; i0 < m; i0 += rb {
+				i1 := min(i0+rb, m)
+				f64.GemmPanels(i1-i0, a[i0*k:i1*k], p, c[i0*n:i1*n], q0, q1, acc)
+			}
+		})
 		return
 	}
-	splitRows(m, n, k, par, func(i0, i1 int) { gemmRows(i0, i1, n, k, a, b, c, acc) })
+	parallelFor(nq, func(t int) { pack(t*qb, min((t+1)*qb, np)) })
+	parallelFor(nr*nq, func(t int) {
+		i0, q0 := (t/nq)*rb, (t%nq)*qb
+		i1, q1 := min(i0+rb, m), min(q0+qb, np)
+		f64.GemmPanels(i1-i0, a[i0*k:i1*k], p, c[i0*n:i1*n], q0, q1, acc)
+	})
 }
 
 // serial reports whether an m×k·k×n product stays on one goroutine.
 func serial(m, n, k int, par bool) bool { return !par || m*n*k < parMulAdds }
 
-// splitRows calls f on blocks [i0, i1) of the m rows of an m×k·k×n
-// product, in parallel when par and the product is large. A row's result
-// does not depend on the block it falls in.
-func splitRows(m, n, k int, par bool, f func(i0, i1 int)) {
-	if serial(m, n, k, par) {
-		f(0, m)
-		return
-	}
-	rows := max(4, (blockMulAdds/(n*k)+3)/4*4)
-	parallelFor((m+rows-1)/rows, func(q int) { f(q*rows, min((q+1)*rows, m)) })
+// blocks splits an m×k·k×(8·np) product into nr blocks of rb rows (a
+// multiple of 4) and nq blocks of qb panels for the given number of
+// workers: a block's rows of a and panels of b each take at most about
+// 256 KiB (a quarter of a level-2 cache), and there are at least 8 blocks
+// of panels per worker where the panels allow, so that uneven blocks
+// balance out.
+func blocks(m, k, np, workers int) (rb, nr, qb, nq int) {
+	const cacheFloats = 1 << 15 // 256 KiB of float64
+	rb = min((m+3)/4*4, max(4, cacheFloats/max(k, 1)/4*4))
+	nr = (m + rb - 1) / rb
+	qb = max(1, cacheFloats/(8*max(k, 1)))
+	nq = min(np, max((np+qb-1)/qb, 8*workers))
+	qb = (np + nq - 1) / nq
+	nq = (np + qb - 1) / qb
+	return rb, nr, qb, nq
 }
 
 // gemmRows computes rows i0 … i1−1 of c = a·b (or c += a·b).
@@ -316,36 +329,43 @@ func backMatMul(y *Var) {
 	g := y.grad
 	if rb == 2 {
 		// ā = ȳ·bᵀ and b̄ = aᵀ·ȳ with the batch folded into the rows.
+		// A fresh adjoint buffer is written, not zeroed and added to
+		// (gradOut), with the same bits.
 		if a.needGrad {
-			gemmNT(batch*m, k, n, g, b.val, a.gradBuf(), true, true)
+			ga, acc := a.gradOut()
+			gemmNT(batch*m, k, n, g, b.val, ga, acc, true)
 		}
 		if b.needGrad {
-			gemmTN(k, n, batch*m, a.val, g, b.gradBuf(), true, true)
+			gb, acc := b.gradOut()
+			gemmTN(k, n, batch*m, a.val, g, gb, acc, true)
 		}
 		return
 	}
 	par := batchParallel(batch, m*n*k)
 	if a.needGrad {
-		ga := a.gradBuf()
+		ga, acc := a.gradOut()
 		if ra == 2 {
 			// ā = Σ_p ȳ_p·b_pᵀ, accumulated in batch order.
 			for p := range batch {
-				gemmNT(m, k, n, g[p*m*n:(p+1)*m*n], b.val[p*k*n:(p+1)*k*n], ga, true, true)
+				gemmNT(m, k, n, g[p*m*n:(p+1)*m*n], b.val[p*k*n:(p+1)*k*n], ga, acc || p > 0, true)
+			}
+			if batch == 0 && !acc {
+				clear(ga)
 			}
 		} else {
 			perBatch(batch, par, func(p int) {
-				gemmNT(m, k, n, g[p*m*n:(p+1)*m*n], b.val[p*k*n:(p+1)*k*n], ga[p*m*k:(p+1)*m*k], true, !par)
+				gemmNT(m, k, n, g[p*m*n:(p+1)*m*n], b.val[p*k*n:(p+1)*k*n], ga[p*m*k:(p+1)*m*k], acc, !par)
 			})
 		}
 	}
 	if b.needGrad {
-		gb := b.gradBuf()
+		gb, acc := b.gradOut()
 		perBatch(batch, par, func(p int) {
 			ap := a.val
 			if ra == 3 {
 				ap = a.val[p*m*k : (p+1)*m*k]
 			}
-			gemmTN(k, n, m, ap, g[p*m*n:(p+1)*m*n], gb[p*k*n:(p+1)*k*n], true, !par)
+			gemmTN(k, n, m, ap, g[p*m*n:(p+1)*m*n], gb[p*k*n:(p+1)*k*n], acc, !par)
 		})
 	}
 }

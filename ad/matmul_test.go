@@ -122,7 +122,19 @@ func TestMatMulIndependentOfGOMAXPROCS(t *testing.T) {
 	shapes := append(matmulShapes, struct {
 		name string
 		a, b []int
-	}{"2x2/279", []int{279, 279}, []int{279, 279}})
+	}{"2x2/279", []int{279, 279}, []int{279, 279}},
+		// A batch against a weight: one block of rows, blocks of panels
+		// packed and multiplied on the goroutine that takes them.
+		struct {
+			name string
+			a, b []int
+		}{"2x2/100x200x96", []int{100, 200}, []int{200, 96}},
+		// Many rows and two panels: the panels packed first, then blocks
+		// of rows × panels.
+		struct {
+			name string
+			a, b []int
+		}{"2x2/400x300x16", []int{400, 300}, []int{300, 16}})
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(0))
 	for _, c := range shapes {
 		a := randTensor(rng, -1, 1, c.a...)

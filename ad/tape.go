@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"math"
+
+	"github.com/permlab/permlab/internal/f64"
 )
 
 // Param is a persistent trainable tensor. Backward adds ∂loss/∂Value into
@@ -260,6 +262,20 @@ func (v *Var) gradBuf() []float64 {
 	return v.grad
 }
 
+// gradOut returns the adjoint buffer of v for an op that writes every
+// entry of it, and whether the op must add to it (acc). On first use the
+// buffer is taken from the pool without zeroing and acc is false: the op
+// stores its result, which is the sum it would have added to zeros, bit
+// for bit, as long as its sums start from +0 (a running sum from +0 never
+// turns into −0, so 0 + s = s exactly).
+func (v *Var) gradOut() (buf []float64, acc bool) {
+	if v.grad == nil {
+		v.grad = v.tape.allocRaw(len(v.val))
+		return v.grad, false
+	}
+	return v.grad, true
+}
+
 // ErrNotScalar is returned by Backward when the loss has more than one
 // element.
 var ErrNotScalar = errors.New("ad: Backward: loss must have exactly one element")
@@ -291,13 +307,27 @@ func (t *Tape) Backward(loss *Var) error {
 			v.back(v)
 		}
 		if v.param != nil {
-			g := v.param.Grad.Data
-			for i, x := range v.grad {
-				g[i] += x
-			}
+			addGrad(v.param.Grad.Data, v.grad)
 		}
 	}
 	return t.err
+}
+
+// addGrad sets g += x entry by entry. g += 1·x with fused multiply-adds
+// is g + x rounded once, the plain sum's bits, four entries per
+// instruction; a large gradient is split over goroutines in chunks, which
+// does not change a bit.
+func addGrad(g, x []float64) {
+	const chunk = 1 << 15
+	if len(x) < 2*chunk {
+		f64.Axpy(1, x, g)
+		return
+	}
+	g = g[:len(x)]
+	parallelFor((len(x)+chunk-1)/chunk, func(i int) {
+		lo, hi := i*chunk, min((i+1)*chunk, len(x))
+		f64.Axpy(1, x[lo:hi], g[lo:hi])
+	})
 }
 
 // Len returns the number of recorded values (ops and leaves).

@@ -124,19 +124,54 @@ func backSoftplus(y *Var) {
 
 // ReLU returns max(x, 0) elementwise. Its derivative at 0 is taken as 0.
 func ReLU(x *Var) *Var {
-	return unary("ReLU", x, func(v float64) float64 { return max(v, 0) }, backReLU)
+	t := tapeOf(x)
+	if t == nil || !t.check("ReLU", x) {
+		return deadOf(t)
+	}
+	// unary's loop, with max inlined rather than called through a func
+	// value for every element.
+	y := t.newOp(x.shape, backReLU, x)
+	y.a = x
+	out := y.val[:len(x.val)]
+	for i, v := range x.val {
+		out[i] = max(v, 0)
+	}
+	return y
 }
 
+// backReLU adds ȳ to x̄ where x > 0. The choice is made on the bits
+// (a mask from the comparison) rather than by a branch, which a sign that
+// changes at random would mispredict half the time; a fresh adjoint is
+// written as 0 + ȳ or +0, the bits it would hold after zeroing.
 func backReLU(y *Var) {
 	if !y.a.needGrad {
 		return
 	}
-	g := y.a.gradBuf()
-	for i, gy := range y.grad {
-		if y.a.val[i] > 0 {
-			g[i] += gy
+	g, acc := y.a.gradOut()
+	xv := y.a.val
+	gy := y.grad[:len(g)]
+	xv = xv[:len(g)]
+	if acc {
+		for i, v := range gy {
+			old := math.Float64bits(g[i])
+			sum := math.Float64bits(g[i] + v)
+			m := posMask(xv[i])
+			g[i] = math.Float64frombits(sum&m | old&^m)
 		}
+		return
 	}
+	for i, v := range gy {
+		g[i] = math.Float64frombits(math.Float64bits(0+v) & posMask(xv[i]))
+	}
+}
+
+// posMask returns all ones if v > 0 and zero otherwise (NaN included).
+func posMask(v float64) uint64 {
+	var b uint64
+	if v > 0 {
+		b = 1
+	}
+	return -b
 }
 
 // Tanh returns tanh(x) elementwise.

@@ -24,8 +24,12 @@ package optim
 import (
 	"fmt"
 	"math"
+	"runtime"
+	"sync"
+	"sync/atomic"
 
 	"github.com/permlab/permlab/ad"
+	"github.com/permlab/permlab/internal/f64"
 )
 
 // Optimizer updates parameters from their accumulated gradients.
@@ -186,20 +190,72 @@ func (o *Adam) Step(lr float64) error {
 	if !(o.Beta1 >= 0 && o.Beta1 < 1 && o.Beta2 >= 0 && o.Beta2 < 1 && o.Eps > 0) {
 		return fmt.Errorf("optim: Adam: need 0 <= β₁, β₂ < 1 and ε > 0, got %v, %v, %v", o.Beta1, o.Beta2, o.Eps)
 	}
+	for _, p := range o.params {
+		if p.Grad == nil || len(p.Grad.Data) != len(p.Value.Data) {
+			return fmt.Errorf("optim: Adam: parameter %q: gradient does not match its %d values", p.Name, len(p.Value.Data))
+		}
+	}
 	o.steps++
 	c1 := 1 - math.Pow(o.Beta1, float64(o.steps))
 	c2 := 1 - math.Pow(o.Beta2, float64(o.steps))
-	step := lr / c1
-	for i, p := range o.params {
-		m, v := o.m[i], o.v[i]
-		for j, g := range p.Grad.Data {
-			m[j] = o.Beta1*m[j] + (1-o.Beta1)*g
-			v[j] = o.Beta2*v[j] + (1-o.Beta2)*g*g
-			p.Value.Data[j] -= step * m[j] / (math.Sqrt(v[j]/c2) + o.Eps)
-		}
-		p.ZeroGrad()
-	}
+	c := f64.AdamCoef{B1: o.Beta1, OneMinusB1: 1 - o.Beta1, B2: o.Beta2, OneMinusB2: 1 - o.Beta2,
+		Step: lr / c1, C2: c2, Eps: o.Eps}
+	// Each entry's update is
+	//	m ← β₁m + (1−β₁)g,  v ← β₂v + ((1−β₂)g)g,  θ ← θ − (ηₜm)/(√(v/c₂) + ε)
+	// with ηₜ = η/c₁ and every operation rounded on its own; the entries
+	// are independent, so how they are split over goroutines does not
+	// change a bit.
+	chunks(o.params, func(i, j0, j1 int) {
+		p := o.params[i]
+		f64.AdamUpdate(&c, p.Value.Data[j0:j1], p.Grad.Data[j0:j1], o.m[i][j0:j1], o.v[i][j0:j1])
+	})
 	return nil
+}
+
+// chunkLen is the number of entries one goroutine updates at a time.
+const chunkLen = 1 << 14
+
+// chunks calls f(i, j0, j1) for consecutive ranges [j0, j1) covering
+// every entry of every parameter i, on up to GOMAXPROCS goroutines when
+// there are at least 4·chunkLen entries. The calls must be independent.
+func chunks(params []*ad.Param, f func(i, j0, j1 int)) {
+	total := 0
+	for _, p := range params {
+		total += len(p.Value.Data)
+	}
+	workers := runtime.GOMAXPROCS(0)
+	if workers <= 1 || total < 4*chunkLen {
+		for i, p := range params {
+			f(i, 0, len(p.Value.Data))
+		}
+		return
+	}
+	type span struct{ i, j0, j1 int }
+	spans := make([]span, 0, total/chunkLen+len(params))
+	for i, p := range params {
+		n := len(p.Value.Data)
+		for j0 := 0; j0 < n; j0 += chunkLen {
+			spans = append(spans, span{i, j0, min(j0+chunkLen, n)})
+		}
+	}
+	workers = min(workers, len(spans))
+	var (
+		wg   sync.WaitGroup
+		next atomic.Int64
+	)
+	for range workers {
+		wg.Go(func() {
+			for {
+				q := int(next.Add(1)) - 1
+				if q >= len(spans) {
+					return
+				}
+				s := spans[q]
+				f(s.i, s.j0, s.j1)
+			}
+		})
+	}
+	wg.Wait()
 }
 
 // Params implements Optimizer.

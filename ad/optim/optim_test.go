@@ -3,6 +3,7 @@ package optim
 import (
 	"fmt"
 	"math"
+	"runtime"
 	"testing"
 
 	"github.com/permlab/permlab/ad"
@@ -131,4 +132,84 @@ func ExampleAdam() {
 	}
 	fmt.Printf("%.3f\n", p.Value.Data[0])
 	// Output: 3.000
+}
+
+// TestAdamBitsAnyGOMAXPROCS runs three Adam steps on parameters large
+// enough to be split over goroutines (one smaller than a chunk, one not a
+// multiple of it) and checks every value and moment, bit for bit, against
+// the update written out as a scalar loop, at GOMAXPROCS 1 and 3.
+func TestAdamBitsAnyGOMAXPROCS(t *testing.T) {
+	sizes := []int{7, 3*chunkLen + 5, 2 * chunkLen}
+	grads := func(step, i, j int) float64 {
+		return math.Sin(float64(13*j+7*i+step)) * math.Exp(float64(j%11-5))
+	}
+	// reference: the update as optim wrote it before the vector kernel,
+	// with conversions that forbid fused multiply-adds.
+	ref := make([][]float64, len(sizes))
+	{
+		// Variables, not constants: 1 − β must be rounded as at run time.
+		b1, b2, eps, lr := 0.9, 0.999, 1e-8, 1e-3
+		ms, vs := make([][]float64, len(sizes)), make([][]float64, len(sizes))
+		for i, n := range sizes {
+			ref[i], ms[i], vs[i] = make([]float64, n), make([]float64, n), make([]float64, n)
+			for j := range ref[i] {
+				ref[i][j] = float64(j%17) / 16
+			}
+		}
+		for step := 1; step <= 3; step++ {
+			c1 := 1 - math.Pow(b1, float64(step))
+			c2 := 1 - math.Pow(b2, float64(step))
+			st := lr / c1
+			for i := range sizes {
+				m, v, x := ms[i], vs[i], ref[i]
+				for j := range x {
+					g := grads(step, i, j)
+					m[j] = float64(b1*m[j]) + float64((1-b1)*g)
+					v[j] = float64(b2*v[j]) + float64(float64((1-b2)*g)*g)
+					x[j] -= float64(st*m[j]) / (math.Sqrt(v[j]/c2) + eps)
+				}
+			}
+		}
+	}
+	for _, procs := range []int{1, 3} {
+		t.Run(fmt.Sprint("GOMAXPROCS=", procs), func(t *testing.T) {
+			defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(procs))
+			ps := make([]*ad.Param, len(sizes))
+			for i, n := range sizes {
+				ps[i] = ad.NewParam(fmt.Sprint("p", i), ad.Zeros(n))
+				for j := range ps[i].Value.Data {
+					ps[i].Value.Data[j] = float64(j%17) / 16
+				}
+			}
+			opt, err := NewAdam(ps)
+			require.NoError(t, err)
+			for step := 1; step <= 3; step++ {
+				for i, p := range ps {
+					for j := range p.Grad.Data {
+						p.Grad.Data[j] = grads(step, i, j)
+					}
+				}
+				require.NoError(t, opt.Step(1e-3))
+			}
+			for i, p := range ps {
+				for j, x := range p.Value.Data {
+					if math.Float64bits(x) != math.Float64bits(ref[i][j]) {
+						t.Fatalf("param %d entry %d: %v, want %v", i, j, x, ref[i][j])
+					}
+					if p.Grad.Data[j] != 0 {
+						t.Fatalf("param %d: gradient %d not zeroed", i, j)
+					}
+				}
+			}
+		})
+	}
+}
+
+func TestAdamRejectsMismatchedGradient(t *testing.T) {
+	p := ad.NewParam("theta", ad.Zeros(3))
+	opt, err := NewAdam([]*ad.Param{p})
+	require.NoError(t, err)
+	p.Grad.Data = p.Grad.Data[:2]
+	require.Error(t, opt.Step(0.1))
+	assert.Equal(t, []float64{0, 0, 0}, p.Value.Data, "a failed Step changes nothing")
 }

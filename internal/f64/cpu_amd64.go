@@ -50,3 +50,36 @@ func kern4x8off(k int, x *float64, rows *[4]int, off *int, b *float64, c *float6
 //
 //go:noescape
 func kern4x8offacc(k int, x *float64, rows *[4]int, off *int, b *float64, c *float64, ldc int)
+
+// adamAsm is AdamUpdate on n entries.
+//
+//go:noescape
+func adamAsm(n int, c *AdamCoef, x, grad, m, v *float64)
+
+// packRowsAsm copies, for q < np and r < rows, the 8 doubles at
+// src[r·lds+8q:] to dst[q·ldp+8r:].
+//
+//go:noescape
+func packRowsAsm(rows, np int, src *float64, lds int, dst *float64, ldp int)
+
+// packTrans8Asm sets dst[8r+j] = src[j·lds+r] for j < 8 and r < k4, a
+// multiple of 4.
+//
+//go:noescape
+func packTrans8Asm(k4 int, src *float64, lds int, dst *float64)
+
+// transpose4Asm writes the transposes of nb 4×4 blocks, side by side in
+// the 4 rows at src (stride lds), one below the other at dst (stride ldd).
+//
+//go:noescape
+func transpose4Asm(nb int, src *float64, lds int, dst *float64, ldd int)
+
+// kern6x8 is kern4x8 on six rows of a.
+//
+//go:noescape
+func kern6x8(k int, a *float64, lda int, b *float64, c *float64, ldc int)
+
+// kern6x8acc is kern4x8acc on six rows of a.
+//
+//go:noescape
+func kern6x8acc(k int, a *float64, lda int, b *float64, c *float64, ldc int)

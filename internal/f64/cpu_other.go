@@ -32,3 +32,27 @@ func kern4x8off(k int, x *float64, rows *[4]int, off *int, b *float64, c *float6
 func kern4x8offacc(k int, x *float64, rows *[4]int, off *int, b *float64, c *float64, ldc int) {
 	panic("f64: no assembly on this architecture")
 }
+
+func adamAsm(n int, c *AdamCoef, x, grad, m, v *float64) {
+	panic("f64: no assembly on this architecture")
+}
+
+func packRowsAsm(rows, np int, src *float64, lds int, dst *float64, ldp int) {
+	panic("f64: no assembly on this architecture")
+}
+
+func packTrans8Asm(k4 int, src *float64, lds int, dst *float64) {
+	panic("f64: no assembly on this architecture")
+}
+
+func transpose4Asm(nb int, src *float64, lds int, dst *float64, ldd int) {
+	panic("f64: no assembly on this architecture")
+}
+
+func kern6x8(k int, a *float64, lda int, b *float64, c *float64, ldc int) {
+	panic("f64: no assembly on this architecture")
+}
+
+func kern6x8acc(k int, a *float64, lda int, b *float64, c *float64, ldc int) {
+	panic("f64: no assembly on this architecture")
+}

@@ -12,20 +12,35 @@
 //
 // Gemm multiplies an m×k row-major A by a k×n matrix B that was packed by
 // Pack into column panels of width 8: panel p holds columns 8p … 8p+7 of B
-// row after row, zero-padded on the right. The assembly kernel computes a
-// 4×8 tile of C as 8 running sums of 4 lanes: each step broadcasts four
-// entries of A (one per row) and multiplies them into two loads of the
-// panel. Tiles on the right edge are computed into a scratch tile and
-// copied out; the last m mod 4 rows are sums of scaled rows of B with the
-// same fused multiply-adds in the same order. The order of the k-sum is fixed (k = 0, 1, …), so a
-// product does not depend on how the tiles are scheduled.
+// row after row, zero-padded on the right. The assembly kernels compute a
+// 6×8 or 4×8 tile of C as 12 or 8 running sums of 4 lanes: each step
+// broadcasts one entry of A per row and multiplies it into two loads of
+// the panel. Twelve independent sums keep both FMA pipes of a core busy
+// through the latency of a fused multiply-add, which eight cover only
+// just, so rows go six at a time where they can. Tiles on the right edge
+// are computed into a scratch tile and copied out; the last (fewer than
+// four) rows go through the same kernel with the same fused multiply-adds
+// in the same order. The order of the k-sum is fixed (k = 0, 1, …) in
+// every kernel, so a product does not depend on how the tiles are
+// scheduled or which kernel computes them.
 //
-// A row of C depends only on the same row of A, so callers may split the
-// rows of a product over goroutines in any way and get the same bits;
-// package ad does this for its matrix products. GemmAdd accumulates into C
-// (each entry's running sum starts from its old value), PackTo and
-// PackTransTo reuse a Packed's storage, and PackTransTo packs the
-// transpose of a matrix for products such as A·Bᵀ.
+// An entry of C depends only on its row of A and its column of B, and is
+// computed by one kernel call whatever the blocking, so callers may split
+// the rows of a product (by slicing A and C) and its column panels
+// (GemmPanels) over goroutines in any way and get the same bits; package
+// ad does both for its matrix products. GemmAdd accumulates into C (each
+// entry's running sum starts from its old value), PackTo and PackTransTo
+// reuse a Packed's storage, and PackTransTo packs the transpose of a
+// matrix for products such as A·Bᵀ.
+//
+// Packing reads B in order: PackTo moves four rows at a time into every
+// panel (a walk down each column strip in turn would stride through
+// memory, which for a power-of-two width defeats the cache and the
+// prefetcher), and PackTransTo interleaves eight rows of Bᵀ into a panel
+// by 4×4 transposes in registers. Prepare, PackPanels and
+// PackTransPanels pack a range of panels at a time, so that a caller can
+// pack a block of panels just before multiplying by it, on the goroutine
+// that does so. Transpose uses the same 4×4 register transposes.
 //
 // # Products with an implicit left factor
 //
@@ -36,6 +51,14 @@
 // of a convolution, which is then never copied out; with rows[i] = i and
 // offs[p] = p·m, A is the transpose of a k×m matrix. The sums are those
 // of Gemm and GemmAdd on the explicit A, bit for bit.
+//
+// # Adam
+//
+// AdamUpdate applies the Adam step to a slice of parameters and zeroes
+// their gradients, four entries per instruction. It uses no fused
+// multiply-adds: every multiplication, addition, division and square root
+// is a separately rounded IEEE-754 operation, in the order of the scalar
+// loop, so the result is that loop's bit for bit on either path.
 //
 // # Max-pooling
 //

@@ -70,22 +70,8 @@ func PackTo(p *Packed, b []float64, k, n int) *Packed {
 	if k < 0 || n < 0 || len(b) != k*n {
 		panic("f64: Pack: len(b) != k·n")
 	}
-	p = p.resize(k, n)
-	np := (n + panelWidth - 1) / panelWidth
-	for q := 0; q < np; q++ {
-		dst := p.panels[q*k*panelWidth : (q+1)*k*panelWidth]
-		c0 := q * panelWidth
-		w := min(panelWidth, n-c0)
-		for r := 0; r < k; r++ {
-			d := dst[r*panelWidth : (r+1)*panelWidth]
-			copy(d, b[r*n+c0:r*n+c0+w])
-			clear(d[w:])
-		}
-	}
-	if p.hasRaw = !useAsm; p.hasRaw {
-		p.raw = grow(p.raw, k*n)
-		copy(p.raw, b)
-	}
+	p = Prepare(p, k, n)
+	PackPanels(p, b, 0, p.Panels())
 	return p
 }
 
@@ -98,26 +84,129 @@ func PackTransTo(p *Packed, bt []float64, k, n int) *Packed {
 	if k < 0 || n < 0 || len(bt) != k*n {
 		panic("f64: PackTrans: len(bt) != k·n")
 	}
+	p = Prepare(p, k, n)
+	PackTransPanels(p, bt, 0, p.Panels())
+	return p
+}
+
+// Prepare returns p's storage (a new Packed if p is nil) sized for a k×n
+// matrix, with no panel filled. PackPanels and PackTransPanels then fill
+// panels q0 … q1−1 on demand, so that a caller may pack a block of panels
+// just before the products that use it (while it is in cache) and pack
+// different blocks on different goroutines. Every panel must be filled
+// before a product reads it.
+func Prepare(p *Packed, k, n int) *Packed {
+	if k < 0 || n < 0 {
+		panic("f64: Prepare: negative size")
+	}
 	p = p.resize(k, n)
-	np := (n + panelWidth - 1) / panelWidth
-	for q := 0; q < np; q++ {
-		dst := p.panels[q*k*panelWidth : (q+1)*k*panelWidth]
-		c0 := q * panelWidth
-		w := min(panelWidth, n-c0)
-		if w < panelWidth {
-			clear(dst)
+	if p.hasRaw = !useAsm; p.hasRaw {
+		p.raw = grow(p.raw, k*n)
+	}
+	return p
+}
+
+// PackPanels fills panels q0 … q1−1 of p (sized by Prepare) from the k×n
+// row-major b, as PackTo would. It panics if len(b) ≠ k·n or the range is
+// not within 0 … p.Panels().
+func PackPanels(p *Packed, b []float64, q0, q1 int) {
+	k, n := p.k, p.n
+	if len(b) != k*n || q0 < 0 || q1 < q0 || q1 > p.Panels() {
+		panic("f64: PackPanels: len(b) != k·n or panels out of range")
+	}
+	if q0 == q1 || k == 0 {
+		return
+	}
+	packRows(p.panels, b, k, n, q0, q1)
+	if p.hasRaw {
+		j0, j1 := q0*panelWidth, min(q1*panelWidth, n)
+		for r := range k {
+			copy(p.raw[r*n+j0:r*n+j1], b[r*n+j0:r*n+j1])
 		}
-		for j := 0; j < w; j++ {
-			for r, v := range bt[(c0+j)*k : (c0+j+1)*k] {
-				dst[r*panelWidth+j] = v
+	}
+}
+
+// PackTransPanels fills panels q0 … q1−1 of p (sized by Prepare) from bt,
+// the n×k transpose of the matrix, as PackTransTo would. It panics if
+// len(bt) ≠ n·k or the range is not within 0 … p.Panels().
+func PackTransPanels(p *Packed, bt []float64, q0, q1 int) {
+	k, n := p.k, p.n
+	if len(bt) != k*n || q0 < 0 || q1 < q0 || q1 > p.Panels() {
+		panic("f64: PackTransPanels: len(bt) != k·n or panels out of range")
+	}
+	if q0 == q1 || k == 0 {
+		return
+	}
+	packTransPanels(p.panels, bt, k, n, q0, q1)
+	if p.hasRaw {
+		for j := q0 * panelWidth; j < min(q1*panelWidth, n); j++ {
+			for r, v := range bt[j*k : (j+1)*k] {
+				p.raw[r*n+j] = v
 			}
 		}
 	}
-	if p.hasRaw = !useAsm; p.hasRaw {
-		p.raw = grow(p.raw, k*n)
-		Transpose(p.raw, bt, n, k)
+}
+
+// packRowBlock is the number of rows of b that packRows moves to every
+// panel before going on: each panel then receives packRowBlock·64
+// contiguous bytes while the rows are read in order, rather than one
+// column strip at a time down the whole matrix (for n a power of two that
+// strided walk thrashes the cache and runs at a fraction of the speed).
+const packRowBlock = 4
+
+// packRows fills panels q0 … q1−1 from the k×n row-major b.
+func packRows(panels, b []float64, k, n, q0, q1 int) {
+	full := min(q1, n/panelWidth) // panels q0 … full−1 are 8 wide
+	w := n - full*panelWidth      // width of panel full, if q1 reaches it
+	for rb := 0; rb < k; rb += packRowBlock {
+		re := min(rb+packRowBlock, k)
+		if full > q0 {
+			if useAsm {
+				packRowsAsm(re-rb, full-q0, &b[rb*n+q0*panelWidth], n, &panels[(q0*k+rb)*panelWidth], k*panelWidth)
+			} else {
+				for q := q0; q < full; q++ {
+					c0 := q * panelWidth
+					base := (q*k + rb) * panelWidth
+					for r := rb; r < re; r++ {
+						copy(panels[base+(r-rb)*panelWidth:base+(r-rb+1)*panelWidth], b[r*n+c0:r*n+c0+panelWidth])
+					}
+				}
+			}
+		}
+		if full < q1 && w > 0 {
+			c0 := full * panelWidth
+			base := (full*k + rb) * panelWidth
+			for r := rb; r < re; r++ {
+				d := panels[base+(r-rb)*panelWidth : base+(r-rb+1)*panelWidth]
+				copy(d, b[r*n+c0:r*n+n])
+				clear(d[w:])
+			}
+		}
 	}
-	return p
+}
+
+// packTransPanels fills panels q0 … q1−1 from bt (n×k row-major, the
+// transpose of the packed matrix): row c0+j of bt, read in order, becomes
+// column j of panel q = c0/8. The assembly path interleaves a panel's
+// eight rows four entries at a time (4×4 transposes in registers).
+func packTransPanels(panels, bt []float64, k, n, q0, q1 int) {
+	for q := q0; q < q1; q++ {
+		dst := panels[q*k*panelWidth : (q+1)*k*panelWidth]
+		c0 := q * panelWidth
+		w := min(panelWidth, n-c0)
+		r0 := 0
+		if w < panelWidth {
+			clear(dst)
+		} else if useAsm && k >= 4 {
+			r0 = k &^ 3
+			packTrans8Asm(r0, &bt[c0*k], k, &dst[0])
+		}
+		for j := 0; j < w; j++ {
+			for r, v := range bt[(c0+j)*k+r0 : (c0+j+1)*k] {
+				dst[(r0+r)*panelWidth+j] = v
+			}
+		}
+	}
 }
 
 // rowMajor returns the packed matrix in row-major order: raw when it was
@@ -140,19 +229,46 @@ func (p *Packed) rowMajor() []float64 {
 }
 
 // Transpose writes the transpose of the m×n row-major src into the n×m
-// row-major dst. It panics if the lengths are not m·n.
+// row-major dst. It panics if the lengths are not m·n. It works in 32×32
+// tiles; on the assembly path their full 4×4 blocks are transposed in
+// registers.
 func Transpose(dst, src []float64, m, n int) {
+	TransposeCols(dst, src, m, n, 0, n)
+}
+
+// TransposeCols is Transpose restricted to columns j0 … j1−1 of src: it
+// writes rows j0 … j1−1 of dst and leaves the others alone, so that
+// goroutines may share a transposition. It panics if the lengths are not
+// m·n or the range is not within 0 … n.
+func TransposeCols(dst, src []float64, m, n, j0, j1 int) {
 	if m < 0 || n < 0 || len(src) != m*n || len(dst) != m*n {
 		panic("f64: Transpose: lengths are not m·n")
+	}
+	if j0 < 0 || j1 < j0 || j1 > n {
+		panic("f64: TransposeCols: columns out of range")
 	}
 	const bs = 32
 	for i0 := 0; i0 < m; i0 += bs {
 		i1 := min(i0+bs, m)
-		for j0 := 0; j0 < n; j0 += bs {
-			j1 := min(j0+bs, n)
-			for i := i0; i < i1; i++ {
-				row := src[i*n : i*n+j1]
-				for j := j0; j < j1; j++ {
+		for t0 := j0; t0 < j1; t0 += bs {
+			t1 := min(t0+bs, j1)
+			i := i0
+			if useAsm {
+				nb := (t1 - t0) / 4
+				for ; i+4 <= i1 && nb > 0; i += 4 {
+					transpose4Asm(nb, &src[i*n+t0], n, &dst[t0*m+i], m)
+				}
+				// The columns past the last full block of 4, for the
+				// rows done above.
+				for r := i0; r < i; r++ {
+					for j := t0 + 4*nb; j < t1; j++ {
+						dst[j*m+r] = src[r*n+j]
+					}
+				}
+			}
+			for ; i < i1; i++ {
+				row := src[i*n : i*n+t1]
+				for j := t0; j < t1; j++ {
 					dst[j*m+i] = row[j]
 				}
 			}
@@ -183,7 +299,7 @@ func (p *Packed) Dims() (k, n int) { return p.k, p.n }
 
 // Gemm sets c = a·B for the m×k row-major a and the m×n row-major c.
 func Gemm(m int, a []float64, b *Packed, c []float64) {
-	gemm(m, a, b, c, false)
+	gemm(m, a, b, c, 0, b.Panels(), false)
 }
 
 // GemmAdd sets c += a·B for the m×k row-major a and the m×n row-major c.
@@ -192,20 +308,40 @@ func Gemm(m int, a []float64, b *Packed, c []float64) {
 // gives Gemm's bits, and in general it differs from adding a separately
 // rounded a·B by rounding only.
 func GemmAdd(m int, a []float64, b *Packed, c []float64) {
-	gemm(m, a, b, c, true)
+	gemm(m, a, b, c, 0, b.Panels(), true)
 }
 
-func gemm(m int, a []float64, b *Packed, c []float64, acc bool) {
+// Panels returns the number of column panels of the packed matrix,
+// ⌈n/8⌉; panel q holds columns 8q … min(8q+8, n)−1.
+func (p *Packed) Panels() int { return (p.n + panelWidth - 1) / panelWidth }
+
+// GemmPanels is Gemm (or, with acc, GemmAdd) on the columns of panels
+// q0 … q1−1 of B only: it sets (adds to) columns 8·q0 … min(8·q1, n)−1 of
+// the m×n c and leaves the others alone. Every entry it computes has the
+// bits Gemm (GemmAdd) gives it, so callers may split the columns of a
+// product, as well as its rows, over goroutines. It panics unless
+// 0 ≤ q0 ≤ q1 ≤ b.Panels().
+func GemmPanels(m int, a []float64, b *Packed, c []float64, q0, q1 int, acc bool) {
+	if q0 < 0 || q1 < q0 || q1 > b.Panels() {
+		panic("f64: GemmPanels: panel range out of bounds")
+	}
+	gemm(m, a, b, c, q0, q1, acc)
+}
+
+func gemm(m int, a []float64, b *Packed, c []float64, q0, q1 int, acc bool) {
 	k, n := b.k, b.n
 	if len(a) != m*k || len(c) != m*n {
 		panic("f64: Gemm: slice lengths do not match m×k·k×n")
 	}
-	if m == 0 || n == 0 {
+	if m == 0 || n == 0 || q0 == q1 {
 		return
 	}
+	j0, j1 := q0*panelWidth, min(q1*panelWidth, n)
 	if k == 0 {
 		if !acc {
-			clear(c)
+			for i := range m {
+				clear(c[i*n+j0 : i*n+j1])
+			}
 		}
 		return
 	}
@@ -216,79 +352,84 @@ func gemm(m int, a []float64, b *Packed, c []float64, acc bool) {
 		}
 		blas64.Gemm(blas.NoTrans, blas.NoTrans, 1,
 			blas64.General{Rows: m, Cols: k, Stride: k, Data: a},
-			blas64.General{Rows: k, Cols: n, Stride: n, Data: b.rowMajor()},
-			beta, blas64.General{Rows: m, Cols: n, Stride: n, Data: c})
+			blas64.General{Rows: k, Cols: j1 - j0, Stride: n, Data: b.rowMajor()[j0:]},
+			beta, blas64.General{Rows: m, Cols: j1 - j0, Stride: n, Data: c[j0:]})
 		return
 	}
-	gemmAsm(m, k, n, a, b, c, acc)
+	gemmAsm(m, k, n, a, b, c, q0, q1, acc)
 }
 
-// gemmAsm runs the 4×8 kernel over the full 4-row blocks of c. Panels are
-// the outer loop so that one panel (k×8 doubles) stays in L1 cache while
-// the rows of a stream past it. The last m%4 rows go through the same
-// kernel, reading a through kern4x8off's tables (rows at i·k, taps
-// 0 … k−1), so they are the same running sums. With acc the sums start
-// from c's values instead of zero.
-func gemmAsm(m, k, n int, a []float64, b *Packed, c []float64, acc bool) {
+// gemmAsm computes the columns of panels q0 … q1−1 of c. Panels are the
+// outer loop, so that a panel is read from cache by every row block. In
+// an 8-wide panel, rows go six at a time through kern6x8 (twelve running
+// sums, enough to keep both FMA pipes busy), then four at a time through
+// kern4x8; in the narrower last panel, four at a time into a scratch
+// tile. The last rows (fewer than four) go through the same kernel,
+// reading a through kern4x8off's tables (rows at i·k, taps 0 … k−1).
+// Every entry is the same chain of fused multiply-adds over p = 0, 1, …
+// in every kernel. With acc the sums start from c's values instead of
+// zero.
+func gemmAsm(m, k, n int, a []float64, b *Packed, c []float64, q0, q1 int, acc bool) {
 	const mr = 4
 	var tile [mr * panelWidth]float64
 	panels := b.panels
-	full := m - m%mr
-	np := (n + panelWidth - 1) / panelWidth
-	for q := 0; q < np; q++ {
+	for q := q0; q < q1; q++ {
 		panel := panels[q*k*panelWidth:]
 		c0 := q * panelWidth
 		w := min(panelWidth, n-c0)
-		for i0 := 0; i0 < full; i0 += mr {
-			if w == panelWidth {
+		i := 0
+		if w == panelWidth {
+			for ; i+6 <= m; i += 6 {
 				if acc {
-					kern4x8acc(k, &a[i0*k], k, &panel[0], &c[i0*n+c0], n)
+					kern6x8acc(k, &a[i*k], k, &panel[0], &c[i*n+c0], n)
 				} else {
-					kern4x8(k, &a[i0*k], k, &panel[0], &c[i0*n+c0], n)
+					kern6x8(k, &a[i*k], k, &panel[0], &c[i*n+c0], n)
 				}
-				continue
 			}
-			if acc {
+			for ; i+mr <= m; i += mr {
+				if acc {
+					kern4x8acc(k, &a[i*k], k, &panel[0], &c[i*n+c0], n)
+				} else {
+					kern4x8(k, &a[i*k], k, &panel[0], &c[i*n+c0], n)
+				}
+			}
+		} else {
+			for ; i+mr <= m; i += mr {
+				if acc {
+					for r := 0; r < mr; r++ {
+						copy(tile[r*panelWidth:r*panelWidth+w], c[(i+r)*n+c0:(i+r)*n+c0+w])
+					}
+					kern4x8acc(k, &a[i*k], k, &panel[0], &tile[0], panelWidth)
+				} else {
+					kern4x8(k, &a[i*k], k, &panel[0], &tile[0], panelWidth)
+				}
 				for r := 0; r < mr; r++ {
-					copy(tile[r*panelWidth:r*panelWidth+w], c[(i0+r)*n+c0:(i0+r)*n+c0+w])
+					copy(c[(i+r)*n+c0:(i+r)*n+c0+w], tile[r*panelWidth:r*panelWidth+w])
 				}
-			}
-			if acc {
-				kern4x8acc(k, &a[i0*k], k, &panel[0], &tile[0], panelWidth)
-			} else {
-				kern4x8(k, &a[i0*k], k, &panel[0], &tile[0], panelWidth)
-			}
-			for r := 0; r < mr; r++ {
-				copy(c[(i0+r)*n+c0:(i0+r)*n+c0+w], tile[r*panelWidth:r*panelWidth+w])
 			}
 		}
-	}
-	if full == m {
-		return
-	}
-	// The last h < 4 rows: kern4x8off reads row i of a at i·k + p, with
-	// the last row repeated into the unused tile rows; all indices are
-	// below m·k = len(a).
-	h := m - full
-	var rr [mr]int
-	for r := range rr {
-		rr[r] = (full + min(r, h-1)) * k
-	}
-	offs := iota(k)
-	for q := 0; q < np; q++ {
-		panel := panels[q*k*panelWidth:]
-		c0 := q * panelWidth
-		w := min(panelWidth, n-c0)
+		if i == m {
+			continue
+		}
+		// The last h < 4 rows: kern4x8off reads row i+r of a at
+		// (i+r)·k + p, with the last row repeated into the unused tile
+		// rows; all indices are below m·k = len(a).
+		h := m - i
+		var rr [mr]int
+		for r := range rr {
+			rr[r] = (i + min(r, h-1)) * k
+		}
+		offs := iota(k)
 		if acc {
 			for r := 0; r < h; r++ {
-				copy(tile[r*panelWidth:r*panelWidth+w], c[(full+r)*n+c0:(full+r)*n+c0+w])
+				copy(tile[r*panelWidth:r*panelWidth+w], c[(i+r)*n+c0:(i+r)*n+c0+w])
 			}
 			kern4x8offacc(k, &a[0], &rr, &offs[0], &panel[0], &tile[0], panelWidth)
 		} else {
 			kern4x8off(k, &a[0], &rr, &offs[0], &panel[0], &tile[0], panelWidth)
 		}
 		for r := 0; r < h; r++ {
-			copy(c[(full+r)*n+c0:(full+r)*n+c0+w], tile[r*panelWidth:r*panelWidth+w])
+			copy(c[(i+r)*n+c0:(i+r)*n+c0+w], tile[r*panelWidth:r*panelWidth+w])
 		}
 	}
 }

@@ -97,13 +97,13 @@ func TestPackTransposeBadShapesPanic(t *testing.T) {
 // TestGemmIsFMAChain checks the assembly path entry by entry against its
 // definition: one running sum over p in order with fused multiply-adds,
 // from zero (Gemm) or from c (GemmAdd), in every position of the blocking
-// (full tiles, the right edge, the last m mod 4 rows).
+// (blocks of 6 and of 4 rows, the right edge, the last rows, long sums).
 func TestGemmIsFMAChain(t *testing.T) {
 	if !hasAsm {
 		t.Skip("no AVX2/FMA on this machine")
 	}
 	rng := rand.New(rand.NewPCG(3, 6))
-	for _, s := range [][3]int{{1, 1, 1}, {5, 9, 7}, {7, 3, 17}, {13, 17, 11}, {2, 40, 9}, {3, 1, 8}} {
+	for _, s := range [][3]int{{1, 1, 1}, {5, 9, 7}, {7, 3, 17}, {13, 17, 11}, {2, 40, 9}, {3, 1, 8}, {9, 600, 17}, {4, 513, 8}, {6, 256, 16}, {10, 33, 16}, {11, 20, 24}, {100, 50, 19}} {
 		m, k, n := s[0], s[1], s[2]
 		a, b, c0 := randVec(rng, m*k), randVec(rng, k*n), randVec(rng, m*n)
 		for _, acc := range []bool{false, true} {

@@ -56,24 +56,29 @@ func gemmGather(x []float64, rows, offs []int, b *Packed, c []float64, acc bool)
 				a[i*k+p] = x[r+o]
 			}
 		}
-		gemm(m, a, b, c, acc)
+		gemm(m, a, b, c, 0, b.Panels(), acc)
 		return
 	}
+	// Row blocks are the outer loop: the ≤ 4·k entries of A that a block
+	// reads stay in L1 cache while the panels stream past, and the block's
+	// rows of c are written (and, with acc, read) in order. With the panels
+	// outer, c would be walked down its columns, one tile every 4 rows,
+	// which for a power-of-two n defeats both the cache and the prefetcher.
 	const mr = 4
 	var tile [mr * panelWidth]float64
 	np := (n + panelWidth - 1) / panelWidth
-	for q := 0; q < np; q++ {
-		panel := b.panels[q*k*panelWidth:]
-		c0 := q * panelWidth
-		w := min(panelWidth, n-c0)
-		for i0 := 0; i0 < m; i0 += mr {
-			h := min(mr, m-i0)
-			var rr [mr]int
-			for r := range rr {
-				// Rows past the end repeat the last one; the tile
-				// computes them and drops them.
-				rr[r] = rows[i0+min(r, h-1)]
-			}
+	for i0 := 0; i0 < m; i0 += mr {
+		h := min(mr, m-i0)
+		var rr [mr]int
+		for r := range rr {
+			// Rows past the end repeat the last one; the tile computes
+			// them and drops them.
+			rr[r] = rows[i0+min(r, h-1)]
+		}
+		for q := 0; q < np; q++ {
+			panel := b.panels[q*k*panelWidth:]
+			c0 := q * panelWidth
+			w := min(panelWidth, n-c0)
 			if w == panelWidth && h == mr {
 				if acc {
 					kern4x8offacc(k, &x[0], &rr, &offs[0], &panel[0], &c[i0*n+c0], n)
