@@ -89,7 +89,7 @@ type TuneRow struct {
 	// R̂ of its MCMC runs (0 when none reports one).
 	Iterations float64 `json:"iterations"`
 	RHatMax    float64 `json:"rhat_max,omitempty"`
-	Missing     int     `json:"missing"` // runs of the variant's grid not done
+	Missing    int     `json:"missing"` // runs of the variant's grid not done
 }
 
 // runTuning runs every variant of the grid in -tune as an experiment of
