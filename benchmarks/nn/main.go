@@ -52,7 +52,6 @@ import (
 	"runtime"
 	"slices"
 	"sort"
-	"strconv"
 	"strings"
 
 	"github.com/permlab/permlab/ad"
@@ -130,7 +129,7 @@ func run(c config, w io.Writer) error {
 		return fmt.Errorf("bad configuration %+v", c)
 	}
 	runtime.GOMAXPROCS(c.threads)
-	peak, clock := peakGFLOPS(c.threads)
+	peak, clock := harness.PeakGFLOPS(c.threads)
 	fmt.Fprintf(w, "One training step (forward, backward, Adam) of Sinkhorn networks, float64, %d thread(s) on each side\n\n", c.threads)
 	var results []result
 	for _, name := range c.cases {
@@ -270,20 +269,7 @@ func writeProblem(dir string, c config, p *problem) error {
 
 // startPython starts the reference, or returns nil and the reason why not.
 func startPython(c config, dir string) (*harness.Python, string) {
-	if err := harness.CheckPython(c.python, c.script); err != nil {
-		return nil, err.Error()
-	}
-	// OMP_WAIT_POLICY=PASSIVE: on a loaded machine, OpenMP's default of
-	// spinning before sleeping made PyTorch's two-thread sorting step about
-	// ten times slower than passive waiting (results/threads2_omp_default.md);
-	// PyTorch gets the better one.
-	g := strconv.Itoa(c.threads)
-	py, err := harness.StartPython(c.python, c.script, dir,
-		[]string{"OMP_NUM_THREADS=" + g, "OPENBLAS_NUM_THREADS=" + g, "MKL_NUM_THREADS=" + g, "OMP_WAIT_POLICY=PASSIVE"})
-	if err != nil {
-		return nil, fmt.Sprintf("%s %s did not start: %v (is torch installed?)", c.python, c.script, err)
-	}
-	return py, ""
+	return harness.StartTorch(c.python, c.script, dir, c.threads)
 }
 
 // tolerance of the check: relative to the loss, and to each parameter's
@@ -339,25 +325,4 @@ func maxRelDiff(params []*ad.Param, a, b []float64) float64 {
 		off += m
 	}
 	return worst
-}
-
-// peakGFLOPS returns the double-precision peak of the given number of cores
-// (two 4-wide fused multiply-add units: 16 flops per cycle) at the clock
-// /proc/cpuinfo reports, and that clock in GHz (0 and 0 if unknown).
-func peakGFLOPS(cores int) (peak, ghz float64) {
-	b, err := os.ReadFile("/proc/cpuinfo")
-	if err != nil {
-		return 0, 0
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		k, v, ok := strings.Cut(line, ":")
-		if ok && strings.TrimSpace(k) == "cpu MHz" {
-			mhz, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
-			if err == nil {
-				ghz = mhz / 1e3
-				return float64(cores) * 16 * ghz, ghz
-			}
-		}
-	}
-	return 0, 0
 }

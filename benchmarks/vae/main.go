@@ -205,22 +205,7 @@ func measure(c config, p *problem, py *harness.Python, dir string, w io.Writer) 
 
 // startPython starts the reference, or returns nil and the reason why not.
 func startPython(c config, dir string) (*harness.Python, string) {
-	if err := harness.CheckPython(c.python, c.script); err != nil {
-		return nil, err.Error()
-	}
-	// OPENBLAS_NUM_THREADS: Debian's torch calls a pthreads OpenBLAS that
-	// starts one thread per core whatever torch.set_num_threads says.
-	// OMP_WAIT_POLICY=PASSIVE: on a loaded machine OpenMP's default of
-	// spinning before sleeping slows PyTorch's multi-threaded steps several
-	// times (benchmarks/nn/results/threads2_omp_default.md); PyTorch gets
-	// the better policy.
-	g := strconv.Itoa(c.threads)
-	py, err := harness.StartPython(c.python, c.script, dir,
-		[]string{"OMP_NUM_THREADS=" + g, "OPENBLAS_NUM_THREADS=" + g, "MKL_NUM_THREADS=" + g, "OMP_WAIT_POLICY=PASSIVE"})
-	if err != nil {
-		return nil, fmt.Sprintf("%s %s did not start: %v (is torch installed?)", c.python, c.script, err)
-	}
-	return py, ""
+	return harness.StartTorch(c.python, c.script, dir, c.threads)
 }
 
 // tolerance of the check: relative to the loss, and to each parameter's

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -149,4 +150,25 @@ func (py *Python) Close() {
 		py.cmd.Process.Kill()
 		<-done
 	}
+}
+
+// StartTorch starts a PyTorch reference script with threads threads, or
+// returns nil and the reason why not. OPENBLAS_NUM_THREADS is set because
+// Debian's torch calls a pthreads OpenBLAS that starts one thread per core
+// whatever torch.set_num_threads says; OMP_WAIT_POLICY=PASSIVE because on a
+// loaded machine OpenMP's default of spinning before sleeping slowed
+// PyTorch's two-thread steps about ten times
+// (benchmarks/nn/results/threads2_omp_default.md), and PyTorch gets the
+// better policy.
+func StartTorch(python, script, dir string, threads int) (*Python, string) {
+	if err := CheckPython(python, script); err != nil {
+		return nil, err.Error()
+	}
+	g := strconv.Itoa(threads)
+	py, err := StartPython(python, script, dir,
+		[]string{"OMP_NUM_THREADS=" + g, "OPENBLAS_NUM_THREADS=" + g, "MKL_NUM_THREADS=" + g, "OMP_WAIT_POLICY=PASSIVE"})
+	if err != nil {
+		return nil, fmt.Sprintf("%s %s did not start: %v (is torch installed?)", python, script, err)
+	}
+	return py, ""
 }
