@@ -157,7 +157,7 @@ func CheckAmortized(m Amortized) (*AmortizedSpec, error) {
 	}
 	spec := &AmortizedSpec{N: m.N(), index: map[string]Site{}}
 	if globals := m.Sites(); len(globals) > 0 {
-		g, err := checkSites(globals)
+		g, err := checkSites(globals, "", "site %q has kind %T, which cannot be global")
 		if err != nil {
 			return nil, fmt.Errorf("models: CheckAmortized: global sites: %w", err)
 		}
@@ -199,41 +199,6 @@ func CheckAmortized(m Amortized) (*AmortizedSpec, error) {
 		}
 		spec.index[name] = x
 		spec.Local = append(spec.Local, x)
-	}
-	return spec, nil
-}
-
-// checkSites validates a list of global sites as Check does.
-func checkSites(sites []Site) (*Spec, error) {
-	spec := &Spec{index: make(map[string]Site, len(sites))}
-	for k, x := range sites {
-		if x == nil {
-			return nil, fmt.Errorf("site %d is nil", k)
-		}
-		name := x.SiteName()
-		if name == "" {
-			return nil, fmt.Errorf("site %d has no name", k)
-		}
-		if _, dup := spec.index[name]; dup {
-			return nil, fmt.Errorf("site %q declared twice", name)
-		}
-		spec.index[name] = x
-		spec.Sites = append(spec.Sites, x)
-		switch s := x.(type) {
-		case *PermSite:
-			ps, err := checkPerm(s)
-			if err != nil {
-				return nil, err
-			}
-			spec.Perms = append(spec.Perms, ps)
-		case *RealSite:
-			if err := checkReal(s); err != nil {
-				return nil, err
-			}
-			spec.Reals = append(spec.Reals, s)
-		default:
-			return nil, fmt.Errorf("site %q has kind %T, which cannot be global", name, x)
-		}
 	}
 	return spec, nil
 }

@@ -132,17 +132,26 @@ func Check(m Model) (*Spec, error) {
 	if len(sites) == 0 {
 		return nil, errors.New("models: Check: the model declares no latent sites")
 	}
+	return checkSites(sites, "models: Check: ", "site %q has unknown kind %T")
+}
+
+// checkSites validates a list of global sites (those of a Model, or the
+// global sites of an Amortized model): each named once, and each a
+// permutation or real site with a valid declaration. Its own errors start
+// with prefix; a site of another kind is reported with the format other
+// (arguments: the name and the site).
+func checkSites(sites []Site, prefix, other string) (*Spec, error) {
 	spec := &Spec{index: make(map[string]Site, len(sites))}
 	for k, x := range sites {
 		if x == nil {
-			return nil, fmt.Errorf("models: Check: site %d is nil", k)
+			return nil, fmt.Errorf(prefix+"site %d is nil", k)
 		}
 		name := x.SiteName()
 		if name == "" {
-			return nil, fmt.Errorf("models: Check: site %d has no name", k)
+			return nil, fmt.Errorf(prefix+"site %d has no name", k)
 		}
 		if _, dup := spec.index[name]; dup {
-			return nil, fmt.Errorf("models: Check: site %q declared twice", name)
+			return nil, fmt.Errorf(prefix+"site %q declared twice", name)
 		}
 		spec.index[name] = x
 		spec.Sites = append(spec.Sites, x)
@@ -159,7 +168,7 @@ func Check(m Model) (*Spec, error) {
 			}
 			spec.Reals = append(spec.Reals, s)
 		default:
-			return nil, fmt.Errorf("models: Check: site %q has unknown kind %T", name, x)
+			return nil, fmt.Errorf(prefix+other, name, x)
 		}
 	}
 	return spec, nil
