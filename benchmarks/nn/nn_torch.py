@@ -36,46 +36,28 @@ import json
 import os
 import statistics
 import sys
-import time
 
-
-def reply(obj):
-    sys.stdout.write(json.dumps(obj) + "\n")
-    sys.stdout.flush()
-
-
-# The shared Sinkhorn loop lives in benchmarks/internal/torchref; importing
-# it must not leave __pycache__ directories in the repository.
+# The shared Sinkhorn loop and step server live in benchmarks/internal/torchref;
+# importing them must not leave __pycache__ directories in the repository.
 sys.dont_write_bytecode = True
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "internal"))
 
 try:
-    import numpy as np
     import torch
     import torch.nn.functional as F
+    from torchref.serve import StepProblem, serve
     from torchref.sinkhorn import sinkhorn
 except ImportError as e:  # reported to the Go side, which times Go alone
-    reply({"error": "cannot import torch/numpy/torchref: %s" % e})
-    sys.exit(3)
+    from torchref.proto import import_error
+
+    import_error(e)
 
 
-class Problem:
+class Problem(StepProblem):
     def __init__(self, dir_):
-        with open(os.path.join(dir_, "header.json")) as f:
-            h = json.load(f)
-        self.dir = dir_
-        self.h = h
-        torch.set_num_threads(h["threads"])
-        self.params = [
-            self.load(p["file"], p["shape"]).requires_grad_(True) for p in h["params"]
-        ]
-        self.inputs = {e["name"]: self.load(e["file"], e["shape"]) for e in h["inputs"]}
-        self.opt = torch.optim.Adam(self.params, lr=h["lr"], betas=(0.9, 0.999), eps=1e-8)
-        self.case = h["case"]
-
-    def load(self, name, shape):
-        a = np.fromfile(os.path.join(self.dir, name), dtype="<f8")
-        return torch.from_numpy(a.reshape(shape).copy())
+        super().__init__(dir_)
+        self.init_params()
+        self.case = self.h["case"]
 
     def loss(self):
         h, x = self.h, self.inputs
@@ -95,52 +77,20 @@ class Problem:
         p = sinkhorn(g / h["tau"], h["iters"])
         return ((p.transpose(1, 2) @ x["xt"] - x["x"]) ** 2).mean()
 
-    def step(self):
-        self.opt.zero_grad(set_to_none=False)
-        loss = self.loss()
-        loss.backward()
-        grads = [p.grad.detach().clone() for p in self.params]
-        self.opt.step()
-        return loss.item(), grads
-
-    def check(self):
-        loss, grads = self.step()
-        cat = lambda ts: torch.cat([t.reshape(-1) for t in ts]).numpy().astype("<f8")
-        cat(grads).tofile(os.path.join(self.dir, "grad_torch.f64"))
-        cat([p.detach() for p in self.params]).tofile(os.path.join(self.dir, "after_torch.f64"))
-        return {"loss": loss}
-
-    def timed(self):
-        c0, w0 = time.process_time(), time.perf_counter()
-        self.opt.zero_grad(set_to_none=False)
-        self.loss().backward()
-        self.opt.step()
-        return {"wall": time.perf_counter() - w0, "cpu": time.process_time() - c0}
-
 
 def main():
     if len(sys.argv) < 2:
         sys.stderr.write(__doc__)
         sys.exit(2)
     p = Problem(sys.argv[1])
-    if "--serve" not in sys.argv[2:]:
-        print(json.dumps(p.check()))
-        for _ in range(3):
-            p.timed()
-        walls = [p.timed()["wall"] for _ in range(11)]
-        print("median wall %.2f ms" % (1e3 * statistics.median(walls)))
+    if "--serve" in sys.argv[2:]:
+        serve(p)
         return
-    reply({"ready": True, "torch": torch.__version__, "threads": torch.get_num_threads()})
-    for line in sys.stdin:
-        cmd = line.strip()
-        if cmd == "check":
-            reply(p.check())
-        elif cmd == "step":
-            reply(p.timed())
-        elif cmd == "quit":
-            return
-        else:
-            reply({"error": "unknown command %r" % cmd})
+    print(json.dumps(p.check()))
+    for _ in range(3):
+        p.timed()
+    walls = [p.timed()["wall"] for _ in range(11)]
+    print("median wall %.2f ms" % (1e3 * statistics.median(walls)))
 
 
 if __name__ == "__main__":

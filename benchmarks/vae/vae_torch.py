@@ -54,20 +54,19 @@ import math
 import os
 import statistics
 import sys
-import time
 
-
-def reply(obj):
-    sys.stdout.write(json.dumps(obj) + "\n")
-    sys.stdout.flush()
-
+# The step server lives in benchmarks/internal/torchref; importing it must
+# not leave __pycache__ directories in the repository.
+sys.dont_write_bytecode = True
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "internal"))
 
 try:
-    import numpy as np
     import torch
+    from torchref.serve import StepProblem, serve
 except ImportError as e:  # reported to the Go side, which times Go alone
-    reply({"error": "cannot import torch/numpy: %s" % e})
-    sys.exit(3)
+    from torchref.proto import import_error
+
+    import_error(e)
 
 EULER_GAMMA = 0.57721566490153286060651209008240243
 ESTIMATORS = ("gumbel-softmax", "concrete", "gumbel-space")
@@ -107,30 +106,16 @@ def kl_term(estimator, l, u, tau, tau_p):
     raise ValueError("unknown estimator %r" % estimator)
 
 
-class Problem:
+class Problem(StepProblem):
     def __init__(self, dir_):
-        with open(os.path.join(dir_, "header.json")) as f:
-            h = json.load(f)
-        self.dir = dir_
-        self.h = h
-        torch.set_num_threads(h["threads"])
-        self.inputs = {e["name"]: self.load(e["file"], e["shape"]) for e in h["inputs"]}
+        super().__init__(dir_)
         self.estimator = None
-        self.params = None
-        self.opt = None
-
-    def load(self, name, shape):
-        a = np.fromfile(os.path.join(self.dir, name), dtype="<f8")
-        return torch.from_numpy(a.reshape(shape).copy())
 
     def reset(self, estimator):
         if estimator not in ESTIMATORS:
             raise ValueError("unknown estimator %r" % estimator)
         self.estimator = estimator
-        self.params = [
-            self.load(p["file"], p["shape"]).requires_grad_(True) for p in self.h["params"]
-        ]
-        self.opt = torch.optim.Adam(self.params, lr=self.h["lr"], betas=(0.9, 0.999), eps=1e-8)
+        self.init_params()
         return {"ok": True}
 
     def loss(self):
@@ -148,28 +133,6 @@ class Problem:
         rec = (torch.clamp(f, min=0) - f * x + torch.log1p(torch.exp(-f.abs()))).sum(1)
         return rec.mean() + kl_term(self.estimator, l, u, tau, tau_p) / b
 
-    def step(self):
-        self.opt.zero_grad(set_to_none=False)
-        loss = self.loss()
-        loss.backward()
-        grads = [p.grad.detach().clone() for p in self.params]
-        self.opt.step()
-        return loss.item(), grads
-
-    def check(self):
-        loss, grads = self.step()
-        cat = lambda ts: torch.cat([t.reshape(-1) for t in ts]).numpy().astype("<f8")
-        cat(grads).tofile(os.path.join(self.dir, "grad_torch.f64"))
-        cat([p.detach() for p in self.params]).tofile(os.path.join(self.dir, "after_torch.f64"))
-        return {"loss": loss}
-
-    def timed(self):
-        c0, w0 = time.process_time(), time.perf_counter()
-        self.opt.zero_grad(set_to_none=False)
-        self.loss().backward()
-        self.opt.step()
-        return {"wall": time.perf_counter() - w0, "cpu": time.process_time() - c0}
-
 
 def main():
     if len(sys.argv) < 2:
@@ -185,22 +148,7 @@ def main():
             walls = [p.timed()["wall"] for _ in range(11)]
             print("%s: median wall %.2f ms" % (est, 1e3 * statistics.median(walls)))
         return
-    reply({"ready": True, "torch": torch.__version__, "threads": torch.get_num_threads()})
-    for line in sys.stdin:
-        cmd, _, arg = line.strip().partition(" ")
-        try:
-            if cmd == "reset":
-                reply(p.reset(arg))
-            elif cmd == "check":
-                reply(p.check())
-            elif cmd == "step":
-                reply(p.timed())
-            elif cmd == "quit":
-                return
-            else:
-                reply({"error": "unknown command %r" % line.strip()})
-        except Exception as e:  # the Go side stops with this message
-            reply({"error": "%s: %s" % (type(e).__name__, e)})
+    serve(p, {"reset": p.reset})
 
 
 if __name__ == "__main__":
