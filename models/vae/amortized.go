@@ -8,7 +8,6 @@ import (
 	"github.com/permlab/permlab/ad"
 	"github.com/permlab/permlab/dataset"
 	"github.com/permlab/permlab/models"
-	"github.com/permlab/permlab/models/nn"
 	"github.com/permlab/permlab/vi"
 )
 
@@ -119,8 +118,7 @@ func (a *Amortized) LogLik(t *ad.Tape, z *models.BatchSample) *ad.Var {
 		}
 		x = t.Const(tiled)
 	}
-	logits := ad.Reshape(a.m.Decode(t, ad.Reshape(y, k*b, -1)), k, b, d)
-	return ad.Neg(nn.BinaryCrossEntropyWithLogits(logits, x))
+	return ad.Neg(a.m.NegLogLik(t, y, x))
 }
 
 // Encoder returns the VAE's encoder as the amortized guide of its site

@@ -82,8 +82,8 @@
 // of vi.AmortizedTask on Amortized (the same loss, bit for bit, for the
 // same random source; its parameters are Model.Params(), encoder first), and
 // Model.Loss and LossNoise compute the KL term with vi.CatDivergence, the
-// function the fit uses. Only the likelihood term, a line of BCE, is
-// written twice (LogLik and LossNoise), and a test checks both paths
+// function the fit uses. The likelihood exists once too (Model.NegLogLik,
+// which LogLik, LossNoise and Evaluate call), and a test checks the paths
 // against a plain-loop computation of the loss.
 //
 // # Evaluation

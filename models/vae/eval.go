@@ -8,7 +8,6 @@ import (
 
 	"github.com/permlab/permlab/ad"
 	"github.com/permlab/permlab/dataset"
-	"github.com/permlab/permlab/models/nn"
 )
 
 // Eval holds the test-set estimates of Evaluate, in nats per image.
@@ -83,7 +82,7 @@ func (m *Model) Evaluate(images *dataset.Images, k int, seed uint64) (*Eval, err
 				logRatio[row] = lr
 			}
 		}
-		nll := nn.BinaryCrossEntropyWithLogits(m.Decode(t, t.Const(z)), t.Const(xs))
+		nll := m.NegLogLik(t, t.Const(z), t.Const(xs))
 		if err := t.Err(); err != nil {
 			return nil, fmt.Errorf("vae: Evaluate: %w", err)
 		}

@@ -170,6 +170,19 @@ func (m *Model) Decode(t *ad.Tape, z *ad.Var) *ad.Var {
 	return m.dec.Forward(t, ad.Reshape(z, -1, m.cfg.Latents*m.cfg.Classes))
 }
 
+// NegLogLik returns −log p(x | z) = BCE(f(z), x) per image: the Bernoulli
+// likelihood of the decoder f, the one line of the model that every loss,
+// fit and evaluation goes through. x has shape (…, Input) and z the same
+// leading dimensions followed by (Latents, Classes) or Latents·Classes; the
+// result has x's leading shape.
+func (m *Model) NegLogLik(t *ad.Tape, z, x *ad.Var) *ad.Var {
+	logits := m.Decode(t, z)
+	if x != nil && len(x.Shape()) != 2 {
+		logits = ad.Reshape(logits, x.Shape()...)
+	}
+	return nn.BinaryCrossEntropyWithLogits(logits, x)
+}
+
 // Loss records on t the mean negative ELBO of the binary images x, shape
 // (B, Input), with one relaxed sample per image at temperature tau whose
 // Gumbel noise is drawn from rng. It returns an error for a wrong shape,
@@ -203,7 +216,7 @@ func (m *Model) LossNoise(t *ad.Tape, x *ad.Var, tau float64, g *ad.Tensor) (*ad
 	}
 	logits := m.Encode(t, x)
 	y, u := dist.ConcreteVar{Logits: logits, Temp: tau}.RsampleNoise(g)
-	rec := nn.BinaryCrossEntropyWithLogits(m.Decode(t, y), x)
+	rec := m.NegLogLik(t, y, x)
 	kl, err := vi.CatDivergence(t, m.cfg.Estimator.CatEstimator(), m.site(), logits, u, tau, m.priorTemp(tau))
 	if err != nil {
 		return nil, fmt.Errorf("vae: LossNoise: %w", err)
