@@ -317,6 +317,12 @@ type Record struct {
 	Trace           []TraceRecord `json:"trace,omitempty"`
 	Error           string        `json:"error,omitempty"`
 
+	// LogLikGap is log p(Y | estimate) − log p(Y | truth) with W
+	// integrated out (Problem.LogLikGap): positive when the data favour
+	// the estimate over the true identities. Absent in records written
+	// before it was added.
+	LogLikGap *float64 `json:"loglik_gap,omitempty"`
+
 	// MCMC only: sweeps over all chains, and split R̂ and ESS of the
 	// log-likelihood trace (absent where they could not be computed).
 	Sweeps int     `json:"sweeps,omitempty"`
@@ -584,7 +590,7 @@ func (e *Experiment) Run(ctx context.Context) (*Summary, error) {
 		if err != nil && ctx.Err() != nil {
 			return compare.Result{}, err // interrupted, not a result
 		}
-		rec := newRecord(c, t.Seed, m, p, out, err)
+		rec := newRecord(c, t.Seed, m, p, out, err, e.Settings.SigmaW)
 		if rec.Error != "" {
 			return compare.Result{}, errors.New(rec.Error)
 		}
@@ -692,7 +698,7 @@ func (e *Experiment) problem(c plannedCell, seed int) (*Problem, error) {
 	return p, nil
 }
 
-func newRecord(c plannedCell, seed int, m Method, p *Problem, out *Outcome, err error) *Record {
+func newRecord(c plannedCell, seed int, m Method, p *Problem, out *Outcome, err error, sigmaW float64) *Record {
 	r := &Record{
 		Cell: c.Key(), Table: c.Table, Label: c.Label, Seed: seed, Method: m,
 		Worms: c.Worms, Known: c.Known, Nu: c.nu, MeanCandidates: c.mean,
@@ -719,6 +725,9 @@ func newRecord(c plannedCell, seed int, m Method, p *Problem, out *Outcome, err 
 	r.Iterations = out.Iterations
 	r.Fits = out.Fits
 	r.Sweeps = out.Sweeps
+	if gap, err := p.LogLikGap(out.Perms, sigmaW); err == nil {
+		r.LogLikGap = &gap
+	}
 	if !math.IsNaN(out.RHat) && !math.IsInf(out.RHat, 0) {
 		r.RHat = out.RHat
 	}

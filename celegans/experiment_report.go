@@ -74,6 +74,13 @@ type Entry struct {
 	RHatMax *float64 `json:"rhat_max,omitempty"`
 	ESSMin  *float64 `json:"ess_min,omitempty"`
 
+	// Runs whose records carry the log-likelihood gap to the truth
+	// (Record.LogLikGap), its median over them, and how many of them have
+	// a positive gap: estimates the data favour over the true identities.
+	GapRuns     int      `json:"gap_runs,omitempty"`
+	GapMedian   *float64 `json:"gap_median,omitempty"`
+	GapPositive int      `json:"gap_positive,omitempty"`
+
 	// With accuracy traces and a paper value: how many runs reached the
 	// paper's accuracy (over all neurons) and the median time at which
 	// they first did.
@@ -183,6 +190,21 @@ func entryOf(c Cell, m Method, recs []*Record) Entry {
 			v := r.ESS
 			e.ESSMin = &v
 		}
+	}
+	var gaps []float64
+	for _, r := range recs {
+		if r.LogLikGap == nil {
+			continue
+		}
+		gaps = append(gaps, *r.LogLikGap)
+		if *r.LogLikGap > 0 {
+			e.GapPositive++
+		}
+	}
+	if e.GapRuns = len(gaps); e.GapRuns > 0 {
+		sort.Float64s(gaps)
+		med := stat.Quantile(0.5, stat.Empirical, gaps, nil)
+		e.GapMedian = &med
 	}
 	if v, ok := c.Paper[m]; ok {
 		e.Paper = &v
@@ -308,6 +330,15 @@ func (s *Summary) Markdown() string {
 					return "–"
 				}
 				return fmt.Sprintf("%.2f / %.0f", *e.RHatMax, *e.ESSMin)
+			}, false)
+		}
+		if s.has(cells, func(e Entry) bool { return e.GapRuns > 0 }) {
+			fmt.Fprintf(&b, "\n### %s: log p(Y | estimate) − log p(Y | truth), W integrated out: median over seeds (runs where the data favour the estimate over the truth / runs)\n\n", tableTitle(id))
+			s.writeTable(&b, cells, func(e Entry) string {
+				if e.GapMedian == nil {
+					return "–"
+				}
+				return fmt.Sprintf("%+.1f (%d/%d)", *e.GapMedian, e.GapPositive, e.GapRuns)
 			}, false)
 		}
 		if s.has(cells, func(e Entry) bool { return e.Traced > 0 }) {

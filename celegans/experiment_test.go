@@ -511,7 +511,9 @@ func TestExperimentSolve(t *testing.T) {
 		assert.Equal(t, 30, r.Iterations, "%s stops at its step count, well within the budget", r.Method)
 		assert.GreaterOrEqual(t, r.Accuracy, 10.0/30, "%s: the known neurons are always right", r.Method)
 		assert.NotEmpty(t, r.Trace, r.Method)
+		assert.NotNil(t, r.LogLikGap, "%s: the gap to the truth is recorded", r.Method)
 	}
+	assert.Contains(t, sum.Markdown(), "W integrated out")
 	assert.Equal(t, 2, resultLines(t, dir), "one line per run")
 	for _, name := range []string{SummaryFile, ReportFile, "accuracy.png", "trace_a.png"} {
 		assert.FileExists(t, filepath.Join(dir, name))
@@ -550,6 +552,16 @@ func TestEntryDiagnosticsAndReach(t *testing.T) {
 	require.NotNil(t, e.ReachMedianS)
 	assert.InDelta(t, 3, *e.ReachMedianS, 1e-12) // stat.Empirical: the lower of the two middle values
 	assert.Nil(t, e.RHatMax)
+
+	assert.Zero(t, e.GapRuns)
+	assert.Nil(t, e.GapMedian)
+
+	gap := func(v float64) *float64 { return &v }
+	g := entryOf(cell, Rounding, []*Record{{LogLikGap: gap(2)}, {LogLikGap: gap(-3)}, {}, {LogLikGap: gap(1)}})
+	assert.Equal(t, 3, g.GapRuns, "records without a gap are left out")
+	assert.Equal(t, 2, g.GapPositive)
+	require.NotNil(t, g.GapMedian)
+	assert.Equal(t, 1.0, *g.GapMedian)
 
 	mc := entryOf(cell, MCMC, []*Record{{RHat: 1.02, ESS: 300}, {RHat: 1.3, ESS: 40}, {}})
 	require.NotNil(t, mc.RHatMax)

@@ -136,6 +136,43 @@ func (p *Problem) DenseW(w []float64) *mat.Dense {
 	return out
 }
 
+// LogLikGap returns log p(Y | est) − log p(Y | Truth), with W integrated out
+// against its prior N(0, sigmaW²) on the connectome's support
+// (Collapsed.CollapsedLogLik). Under a uniform prior over the permutations
+// the masks admit it is the log posterior odds of the estimate against the
+// true identities: a positive gap means the data favour the estimate, so
+// the truth is not the posterior mode and no inference method can be
+// expected to recover it from these recordings; a negative gap means the
+// method stopped short of a better explanation of the data.
+func (p *Problem) LogLikGap(est []perm.Perm, sigmaW float64) (float64, error) {
+	if p.Truth == nil {
+		return 0, fmt.Errorf("celegans: LogLikGap: problem has no ground truth")
+	}
+	if len(est) != len(p.Truth) {
+		return 0, fmt.Errorf("celegans: LogLikGap: %d permutations for %d worms", len(est), len(p.Truth))
+	}
+	if !(sigmaW > 0) {
+		return 0, fmt.Errorf("celegans: LogLikGap: sigmaW = %v, must be > 0", sigmaW)
+	}
+	for j, q := range est {
+		if q.Validate() != nil || len(q) != p.N() || !p.Masks[j].Admits(q) {
+			return 0, fmt.Errorf("celegans: LogLikGap: worm %d: not a permutation of size %d its mask admits", j, p.N())
+		}
+	}
+	m := NewModel(p)
+	m.SigmaW = sigmaW
+	c := Collapsed{m}
+	le, err := c.CollapsedLogLik(&models.State{Perms: map[string][]perm.Perm{SiteP: est}})
+	if err != nil {
+		return 0, fmt.Errorf("celegans: LogLikGap: estimate: %w", err)
+	}
+	lt, err := c.CollapsedLogLik(&models.State{Perms: map[string][]perm.Perm{SiteP: p.Truth}})
+	if err != nil {
+		return 0, fmt.Errorf("celegans: LogLikGap: truth: %w", err)
+	}
+	return le - lt, nil
+}
+
 // Accuracy scores permutations against the truth: the fraction of all
 // neurons identified correctly, and of the neurons that were not known.
 func (p *Problem) Accuracy(perms []perm.Perm) (all, unknown float64, err error) {

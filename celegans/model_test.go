@@ -9,6 +9,7 @@ import (
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/permlab/permlab/ad"
+	"github.com/permlab/permlab/models"
 	"github.com/permlab/permlab/perm"
 	"github.com/permlab/permlab/relax"
 	"github.com/permlab/permlab/vi"
@@ -136,4 +137,56 @@ func TestModelBadInput(t *testing.T) {
 	tp.Reset()
 	vm.LogLik(tp, vi.Sample{})
 	require.Error(t, tp.Err())
+}
+
+func TestLogLikGap(t *testing.T) {
+	p, _ := smallProblem(t, 12, 2, 2, 1, 1)
+	sw := DefaultSettings().SigmaW
+	gap, err := p.LogLikGap(p.Truth, sw)
+	require.NoError(t, err)
+	assert.Equal(t, 0.0, gap, "the truth against itself")
+
+	// Swap two unknown neurons of worm 0 whose identities the mask lets them
+	// exchange: the gap is the collapsed log likelihood's difference, and
+	// with T = 200 on a dense connectome the data favour the truth.
+	known := map[int]bool{}
+	for _, k := range p.Known[0] {
+		known[k] = true
+	}
+	est := []perm.Perm{p.Truth[0].Clone(), p.Truth[1].Clone()}
+	swapped := false
+	for i := 0; i < p.N() && !swapped; i++ {
+		for k := i + 1; k < p.N() && !swapped; k++ {
+			if known[i] || known[k] || !p.Masks[0].Allowed(i, est[0][k]) || !p.Masks[0].Allowed(k, est[0][i]) {
+				continue
+			}
+			est[0][i], est[0][k] = est[0][k], est[0][i]
+			swapped = true
+		}
+	}
+	require.True(t, swapped, "the masks admit a swap")
+	gap, err = p.LogLikGap(est, sw)
+	require.NoError(t, err)
+	m := NewModel(p)
+	m.SigmaW = sw
+	le, err := Collapsed{m}.CollapsedLogLik(&models.State{Perms: map[string][]perm.Perm{SiteP: est}})
+	require.NoError(t, err)
+	lt, err := Collapsed{m}.CollapsedLogLik(&models.State{Perms: map[string][]perm.Perm{SiteP: p.Truth}})
+	require.NoError(t, err)
+	assert.InDelta(t, le-lt, gap, 1e-9)
+	assert.Less(t, gap, 0.0)
+
+	// Bad input is an error, never a panic.
+	_, err = p.LogLikGap(est[:1], sw)
+	assert.ErrorContains(t, err, "1 permutations for 2 worms")
+	_, err = p.LogLikGap(est, 0)
+	assert.ErrorContains(t, err, "sigmaW")
+	bad := []perm.Perm{p.Truth[0].Clone(), p.Truth[1].Clone()}
+	bad[1][0] = bad[1][1] // not a permutation
+	_, err = p.LogLikGap(bad, sw)
+	assert.ErrorContains(t, err, "worm 1")
+	noTruth := *p
+	noTruth.Truth = nil
+	_, err = noTruth.LogLikGap(est, sw)
+	assert.ErrorContains(t, err, "no ground truth")
 }
