@@ -140,10 +140,11 @@ func (p *Problem) DenseW(w []float64) *mat.Dense {
 // against its prior N(0, sigmaW²) on the connectome's support
 // (Collapsed.CollapsedLogLik). Under a uniform prior over the permutations
 // the masks admit it is the log posterior odds of the estimate against the
-// true identities: a positive gap means the data favour the estimate, so
-// the truth is not the posterior mode and no inference method can be
-// expected to recover it from these recordings; a negative gap means the
-// method stopped short of a better explanation of the data.
+// true identities. A positive gap means the data favour the estimate: the
+// truth is not the posterior mode, and no inference method can be expected
+// to recover it from these recordings. A negative gap means the truth
+// explains the data better than the estimate: a better search, or a mode
+// instead of the matching of a posterior mean, could come closer to it.
 func (p *Problem) LogLikGap(est []perm.Perm, sigmaW float64) (float64, error) {
 	if p.Truth == nil {
 		return 0, fmt.Errorf("celegans: LogLikGap: problem has no ground truth")
