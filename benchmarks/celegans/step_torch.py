@@ -58,22 +58,17 @@ import sys
 import time
 
 
-def reply(obj):
-    sys.stdout.write(json.dumps(obj) + "\n")
-    sys.stdout.flush()
-
-
 # The shared Sinkhorn loop lives in benchmarks/internal/torchref.
 sys.dont_write_bytecode = True
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "internal"))
+from torchref.proto import import_error, reply  # noqa: E402 (needs the path above)
 try:
     import numpy as np
     import torch
     import torch.nn.functional as F
     from torchref.sinkhorn import log_sinkhorn
 except ImportError as e:  # reported to the Go side, which times Go alone
-    reply({"error": "cannot import torch/numpy: %s" % e})
-    sys.exit(3)
+    import_error(e)
 
 EULER_GAMMA = 0.57721566490153286060651209008240243
 VARIANTS = ("naive", "suffstats")

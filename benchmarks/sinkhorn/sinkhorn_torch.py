@@ -38,23 +38,18 @@ import sys
 import time
 
 
-def reply(obj):
-    sys.stdout.write(json.dumps(obj) + "\n")
-    sys.stdout.flush()
-
-
 # The shared Sinkhorn loop lives in benchmarks/internal/torchref; importing
 # it must not leave __pycache__ directories in the repository.
 sys.dont_write_bytecode = True
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "internal"))
+from torchref.proto import import_error, reply  # noqa: E402 (needs the path above)
 
 try:
     import numpy as np
     import torch
     from torchref.sinkhorn import sinkhorn
 except ImportError as e:  # reported to the Go side, which times Go alone
-    reply({"error": "cannot import torch/numpy/torchref: %s" % e})
-    sys.exit(3)
+    import_error(e)
 
 
 class Problem:
