@@ -320,7 +320,8 @@ type Record struct {
 	// LogLikGap is log p(Y | estimate) − log p(Y | truth) with W
 	// integrated out (Problem.LogLikGap): positive when the data favour
 	// the estimate over the true identities. Absent in records written
-	// before it was added.
+	// before it was added, and when it cannot be computed (a problem
+	// without ground truth).
 	LogLikGap *float64 `json:"loglik_gap,omitempty"`
 
 	// MCMC only: sweeps over all chains, and split R̂ and ESS of the
