@@ -263,7 +263,7 @@ func TestRunRejectsBadConfig(t *testing.T) {
 func BenchmarkStep(b *testing.B) {
 	c := quickConfig()
 	c.quick = false
-	c.mnist = "/work/shared/data/mnist"
+	c.mnist = "../../../shared/data/mnist" // ../shared beside the checkout
 	for _, name := range c.cases {
 		b.Run(name, func(b *testing.B) {
 			p, err := newCase(name, c)

@@ -214,7 +214,7 @@ func TestPriorTempDefaultsToTau(t *testing.T) {
 }
 
 func TestImagesFromMNIST(t *testing.T) {
-	dir := "/work/shared/data/mnist"
+	dir := "../../../shared/data/mnist" // ../shared beside the checkout
 	if _, err := os.Stat(filepath.Join(dir, "t10k-images-idx3-ubyte.gz")); err != nil {
 		t.Skipf("MNIST not found in %s: %v", dir, err)
 	}

@@ -50,7 +50,9 @@ stochastic node -estimator:
 The last 10,000 training images are the validation set (its −ELBO is
 printed after every epoch); the test set is used once, at the end, for the
 −ELBO and the importance-weighted −log p(x) with -iw-k samples on the first
--test-n test images (0: all 10,000).
+-test-n test images (0: all 10,000). Tuning runs pass -eval-split
+validation: the final evaluation then uses the first -test-n validation
+images instead, and no test image is used.
 
 Training is vi.FitAmortized, the library's amortized variational inference,
 on the VAE as a model with a local categorical site per image. It
@@ -69,6 +71,7 @@ Flags:
 
 type options struct {
 	mnist, estimator, out string
+	evalSplit, report     string
 	epochs, batch         int
 	seed, evalSeed        uint64
 	lr, priorTemp         float64
@@ -98,21 +101,29 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.Float64Var(&o.tauMin, "tau-min", 0.5, "final temperature")
 	fs.Float64Var(&o.rate, "anneal-rate", 1e-4, "r in τ = max(tau-min, tau0·exp(−r·step))")
 	fs.IntVar(&o.every, "anneal-every", 500, "steps between temperature updates")
-	fs.IntVar(&o.iwK, "iw-k", 100, "importance samples per test image")
-	fs.IntVar(&o.testN, "test-n", 1000, "test images to evaluate (0: all)")
+	fs.IntVar(&o.iwK, "iw-k", 100, "importance samples per image of the final evaluation")
+	fs.IntVar(&o.testN, "test-n", 1000, "images of the final evaluation (0: all)")
+	fs.StringVar(&o.evalSplit, "eval-split", "test", "final evaluation on the \"test\" set or, for tuning, on the \"validation\" images")
 	fs.IntVar(&o.valN, "val-n", 1000, "validation images for the per-epoch −ELBO")
 	fs.IntVar(&o.trainN, "train-n", 50000, "train on the first train-n of the 50,000 training images (for quick checks)")
+	fs.StringVar(&o.report, "report", "", "print the Markdown tables of the summary.json files under this folder and exit (trains nothing)")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
 	if fs.NArg() > 0 {
 		return nil, fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
+	if o.report != "" {
+		return o, nil
+	}
 	if o.mnist == "" {
 		return nil, errors.New("no -mnist folder: " + dataset.MNISTHelp)
 	}
 	if o.epochs < 1 || o.batch < 1 || o.iwK < 1 || o.testN < 0 || o.valN < 1 || o.trainN < 1 {
 		return nil, errors.New("-epochs, -batch, -iw-k, -val-n and -train-n must be >= 1 and -test-n >= 0")
+	}
+	if o.evalSplit != "test" && o.evalSplit != "validation" {
+		return nil, fmt.Errorf("-eval-split %q: want test or validation", o.evalSplit)
 	}
 	return o, nil
 }
@@ -125,6 +136,13 @@ func main() {
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "vae:", err)
 		os.Exit(2)
+	}
+	if o.report != "" {
+		if err := report(o.report, os.Stdout); err != nil {
+			fmt.Fprintln(os.Stderr, "vae:", err)
+			os.Exit(1)
+		}
+		return
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -153,7 +171,9 @@ type summary struct {
 	ValStdErr   []*float64   `json:"val_neg_elbo_se_by_epoch"` // its standard error over images
 	ValImages   int          `json:"val_images"`
 	Validation  string       `json:"validation"`
-	Test        *vae.Eval    `json:"test"`
+	EvalSplit   string       `json:"eval_split"`                // "test", or "validation" for tuning runs
+	Test        *vae.Eval    `json:"test,omitempty"`            // the test set, when EvalSplit is "test"
+	ValEval     *vae.Eval    `json:"validation_eval,omitempty"` // the validation images, when EvalSplit is "validation"
 	EvalSecs    float64      `json:"eval_seconds"`
 	Binarize    string       `json:"binarization"`
 	CodePath    string       `json:"code_path"`
@@ -259,8 +279,12 @@ func run(ctx context.Context, o *options, progress io.Writer) error {
 	if o.trainN < fit.N {
 		fit = fit.Subset(seq(o.trainN))
 	}
-	if o.testN > 0 && o.testN < test.N {
-		test = test.Subset(seq(o.testN))
+	final := test // the final evaluation's images
+	if o.evalSplit == "validation" {
+		final = val
+	}
+	if o.testN > 0 && o.testN < final.N {
+		final = final.Subset(seq(o.testN))
 	}
 	val = val.Subset(seq(min(o.valN, val.N)))
 	if err := os.MkdirAll(o.out, 0o755); err != nil {
@@ -322,20 +346,25 @@ func run(ctx context.Context, o *options, progress io.Writer) error {
 		return err
 	}
 	began = time.Now()
-	fmt.Fprintf(progress, "evaluating %d test images with K = %d…\n", test.N, o.iwK)
-	ev, err := m.Evaluate(test, o.iwK, o.evalSeed)
+	fmt.Fprintf(progress, "evaluating %d %s images with K = %d…\n", final.N, o.evalSplit, o.iwK)
+	ev, err := m.Evaluate(final, o.iwK, o.evalSeed)
 	if err != nil {
 		return err
 	}
 	s := summary{
 		Estimator: est.String(), Config: m.Config(), Anneal: an, Seed: o.seed, EvalSeed: o.evalSeed,
 		Epochs: len(res.Epochs), Steps: res.Steps, BatchSize: o.batch, LR: o.lr,
-		FinalTemp: an.At(res.Steps - 1), TrainSecs: trainSecs, Test: ev,
+		FinalTemp: an.At(res.Steps - 1), TrainSecs: trainSecs, EvalSplit: o.evalSplit,
 		EvalSecs: time.Since(began).Seconds(),
 		Binarize: "dynamic Bernoulli(intensity) per training step; test set binarized once from -eval-seed",
 		CodePath: codePath, Validation: validation,
 		Command: append([]string{"go", "run", "./examples/vae"}, os.Args[1:]...), ResumedStep: res.Resumed, ValImages: val.N,
 		Paper: paperNumbers{GumbelSoftmax: 106.7, Concrete: 111.5, GumbelSpace: 111.9},
+	}
+	if o.evalSplit == "test" {
+		s.Test = ev
+	} else {
+		s.ValEval = ev
 	}
 	if done := len(res.Epochs) - res.Resumed/train.StepsPerEpoch(fit.N, o.batch); done > 0 {
 		s.SecsPerEp = trainSecs / float64(done)
@@ -356,8 +385,8 @@ func run(ctx context.Context, o *options, progress io.Writer) error {
 	if err := os.WriteFile(filepath.Join(o.out, "summary.json"), append(b, '\n'), 0o644); err != nil {
 		return err
 	}
-	fmt.Fprintf(progress, "test: −ELBO %.2f ± %.2f, IW −log p(x) %.2f ± %.2f (K = %d, %d images); paper −log p(x) %.1f\n",
-		ev.NegELBO, ev.NegELBOSE, ev.NegLogPx, ev.NegLogPxSE, ev.K, ev.Images, paperFor(est))
+	fmt.Fprintf(progress, "%s: −ELBO %.2f ± %.2f, IW −log p(x) %.2f ± %.2f (K = %d, %d images); paper −log p(x) %.1f\n",
+		o.evalSplit, ev.NegELBO, ev.NegELBOSE, ev.NegLogPx, ev.NegLogPxSE, ev.K, ev.Images, paperFor(est))
 	return writeFigures(o.out, m, s, val)
 }
 

@@ -84,7 +84,7 @@ func TestPrepareCheckpoint(t *testing.T) {
 	}
 }
 
-const mnistDir = "/work/shared/data/mnist"
+const mnistDir = "../../../shared/data/mnist" // ../shared beside the checkout
 
 // runFlags returns the options of a quick run on 300 MNIST images.
 func runFlags(t *testing.T, out string, extra ...string) *options {

@@ -1,0 +1,196 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/permlab/permlab/models/vae"
+)
+
+// report prints, as Markdown, the runs whose summary.json files lie under
+// dir (any depth; a file is a summary if its name ends in .json and it has
+// an "estimator" and an "eval_split"): one table of the test-set runs,
+// mean ± sd over seeds for each estimator and setting, and one of the
+// validation (tuning) runs, a row per run. The docs' generated blocks are
+// this output, so every number in them comes from committed files.
+func report(dir string, w io.Writer) error {
+	var runs []summary
+	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() || !strings.HasSuffix(path, ".json") {
+			return nil
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		var s summary
+		if err := json.Unmarshal(b, &s); err != nil {
+			return fmt.Errorf("%s: %w", path, err)
+		}
+		if s.Estimator == "" || s.EvalSplit == "" {
+			return nil // not a summary of this version (val.json, older runs)
+		}
+		if (s.EvalSplit == "test") != (s.Test != nil) || (s.EvalSplit == "validation") != (s.ValEval != nil) {
+			return fmt.Errorf("%s: eval_split %q does not match the evaluation it holds", path, s.EvalSplit)
+		}
+		runs = append(runs, s)
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if len(runs) == 0 {
+		return errors.New("no summaries with an eval_split under " + dir)
+	}
+	slices.SortStableFunc(runs, func(a, b summary) int {
+		if c := strings.Compare(a.Estimator, b.Estimator); c != 0 {
+			return c
+		}
+		if c := cmpFloat(a.Config.PriorTemp, b.Config.PriorTemp); c != 0 {
+			return c
+		}
+		return int(a.Seed) - int(b.Seed)
+	})
+	var test, tune []summary
+	for _, s := range runs {
+		if s.EvalSplit == "test" {
+			test = append(test, s)
+		} else {
+			tune = append(tune, s)
+		}
+	}
+	if len(test) > 0 {
+		writeTestTable(w, test)
+	}
+	if len(tune) > 0 {
+		if len(test) > 0 {
+			fmt.Fprintln(w)
+		}
+		writeTuneTable(w, tune)
+	}
+	return nil
+}
+
+func cmpFloat(a, b float64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// priorTemp names the prior temperature of a run as the flag gives it.
+func priorTemp(s summary) string {
+	if s.Estimator == "gumbel-softmax" {
+		return "–"
+	}
+	if s.Config.PriorTemp == 0 {
+		return "τ"
+	}
+	return strconv.FormatFloat(s.Config.PriorTemp, 'g', -1, 64)
+}
+
+// group is the runs of one setting, which differ only in their seed.
+type group struct {
+	key  string
+	runs []summary
+}
+
+func writeTestTable(w io.Writer, runs []summary) {
+	var groups []*group
+	for _, s := range runs {
+		key := fmt.Sprintf("%s|%s|%d|%d|%d", s.Estimator, priorTemp(s), s.Epochs, s.Test.K, s.Test.Images)
+		if len(groups) == 0 || groups[len(groups)-1].key != key {
+			groups = append(groups, &group{key: key})
+		}
+		g := groups[len(groups)-1]
+		g.runs = append(g.runs, s)
+	}
+	fmt.Fprintln(w, "| estimator | λ_p | seeds | epochs | test −ELBO | test IW −log p(x) | paper | train time per run |")
+	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|")
+	for _, g := range groups {
+		var seeds []string
+		var elbo, iw []float64
+		for _, s := range g.runs {
+			seeds = append(seeds, strconv.FormatUint(s.Seed, 10))
+			elbo = append(elbo, s.Test.NegELBO)
+			iw = append(iw, s.Test.NegLogPx)
+		}
+		s := g.runs[0]
+		fmt.Fprintf(w, "| %s | %s | %s | %d | %s | %s (K = %d, %d images) | %.1f | %s |\n",
+			s.Estimator, priorTemp(s), strings.Join(seeds, ", "), s.Epochs, meanSD(elbo), meanSD(iw),
+			s.Test.K, s.Test.Images, paperOf(s), minutesRange(g.runs))
+	}
+}
+
+func writeTuneTable(w io.Writer, runs []summary) {
+	fmt.Fprintln(w, "| estimator | λ_p | seed | epochs | validation −ELBO, last epoch | validation IW −log p(x) |")
+	fmt.Fprintln(w, "|---|---|---|---|---|---|")
+	for _, s := range runs {
+		last := "–"
+		if n := len(s.ValNegELBO); n > 0 && s.ValNegELBO[n-1] != nil {
+			last = fmt.Sprintf("%.2f ± %.2f (%d images)", *s.ValNegELBO[n-1], *s.ValStdErr[n-1], s.ValImages)
+		}
+		e := s.ValEval
+		fmt.Fprintf(w, "| %s | %s | %d | %d | %s | %.2f ± %.2f (K = %d, %d images) |\n",
+			s.Estimator, priorTemp(s), s.Seed, s.Epochs, last, e.NegLogPx, e.NegLogPxSE, e.K, e.Images)
+	}
+}
+
+// meanSD formats the mean ± sample standard deviation of xs (only the
+// value for one run).
+func meanSD(xs []float64) string {
+	var m float64
+	for _, x := range xs {
+		m += x
+	}
+	m /= float64(len(xs))
+	if len(xs) == 1 {
+		return fmt.Sprintf("%.2f", m)
+	}
+	var v float64
+	for _, x := range xs {
+		v += (x - m) * (x - m)
+	}
+	return fmt.Sprintf("%.2f ± %.2f", m, math.Sqrt(v/float64(len(xs)-1)))
+}
+
+// minutesRange gives the range of the runs' training wall times. A resumed
+// run's summary times only its last invocation, so such runs are marked.
+func minutesRange(runs []summary) string {
+	lo, hi, resumed := math.Inf(1), math.Inf(-1), false
+	for _, s := range runs {
+		lo, hi = min(lo, s.TrainSecs), max(hi, s.TrainSecs)
+		resumed = resumed || s.ResumedStep > 0
+	}
+	out := fmt.Sprintf("%.0f–%.0f min", lo/60, hi/60)
+	if lo/60 >= 0.5 && math.Round(lo/60) == math.Round(hi/60) {
+		out = fmt.Sprintf("%.0f min", lo/60)
+	}
+	if resumed {
+		out += " (last invocation of a resumed run)"
+	}
+	return out
+}
+
+func paperOf(s summary) float64 {
+	e, err := vae.ParseEstimator(s.Estimator)
+	if err != nil {
+		return math.NaN()
+	}
+	return paperFor(e)
+}

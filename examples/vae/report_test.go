@@ -1,0 +1,105 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/permlab/permlab/models/vae"
+)
+
+func writeSummary(t *testing.T, path string, s summary) {
+	t.Helper()
+	b, err := json.Marshal(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestReport checks the tables -report prints from summaries: seeds of one
+// setting are pooled into mean ± sample sd, tuning runs get a row each,
+// other JSON files are ignored, and a summary whose split and evaluation
+// disagree is an error.
+func TestReport(t *testing.T) {
+	dir := t.TempDir()
+	v := 120.0
+	se := 1.5
+	for i, x := range []float64{100, 102, 104} { // mean 102, sd 2
+		s := summary{Estimator: "gumbel-softmax", Seed: uint64(i + 1), Epochs: 100, EvalSplit: "test", TrainSecs: 1200,
+			Test: &vae.Eval{Images: 10000, K: 100, NegELBO: x + 10, NegLogPx: x}}
+		writeSummary(t, filepath.Join(dir, "full", "gs"+string(rune('1'+i)), "summary.json"), s)
+	}
+	cfg := vae.DefaultConfig()
+	cfg.PriorTemp = 0.5
+	writeSummary(t, filepath.Join(dir, "tune", "c.json"), summary{Estimator: "concrete", Config: cfg, Seed: 101, Epochs: 10,
+		EvalSplit: "validation", ValNegELBO: []*float64{&v}, ValStdErr: []*float64{&se}, ValImages: 1000,
+		ValEval: &vae.Eval{Images: 1000, K: 100, NegLogPx: 111.25, NegLogPxSE: 0.5}})
+	if err := os.WriteFile(filepath.Join(dir, "val.json"), []byte(`{"0":{"neg_elbo":1}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	if err := report(dir, &out); err != nil {
+		t.Fatal(err)
+	}
+	got := out.String()
+	for _, want := range []string{
+		"| gumbel-softmax | – | 1, 2, 3 | 100 | 112.00 ± 2.00 | 102.00 ± 2.00 (K = 100, 10000 images) | 106.7 | 20 min |",
+		"| concrete | 0.5 | 101 | 10 | 120.00 ± 1.50 (1000 images) | 111.25 ± 0.50 (K = 100, 1000 images) |",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("report lacks\n%s\ngot\n%s", want, got)
+		}
+	}
+
+	writeSummary(t, filepath.Join(dir, "bad.json"), summary{Estimator: "concrete", EvalSplit: "test"})
+	if err := report(dir, io.Discard); err == nil || !strings.Contains(err.Error(), "bad.json") {
+		t.Errorf("summary without its evaluation: err %v", err)
+	}
+	if err := report(t.TempDir(), io.Discard); err == nil {
+		t.Error("empty folder: no error")
+	}
+}
+
+// TestEvalSplitValidation trains briefly with -eval-split validation and
+// checks that the summary holds a validation evaluation and no test one,
+// and that the split flag is checked.
+func TestEvalSplitValidation(t *testing.T) {
+	if _, err := parseFlags([]string{"-mnist", "x", "-eval-split", "train"}, io.Discard); err == nil {
+		t.Error("-eval-split train: no error")
+	}
+	if testing.Short() {
+		t.Skip("trains on MNIST for a few seconds")
+	}
+	if _, err := os.Stat(mnistDir); err != nil {
+		t.Skipf("MNIST not found at %s: %v", mnistDir, err)
+	}
+	out := t.TempDir()
+	if err := run(context.Background(), runFlags(t, out, "-epochs", "1", "-eval-split", "validation"), io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	s := readSummary(t, out)
+	if s.Test != nil || s.ValEval == nil || s.ValEval.Images != 20 || s.EvalSplit != "validation" {
+		t.Fatalf("summary: split %q, test %+v, validation %+v", s.EvalSplit, s.Test, s.ValEval)
+	}
+	// The validation images are the ones the per-epoch −ELBO uses (the
+	// first -val-n = 50 of them include these 20), not the test images:
+	// the same training with the test split evaluates other images.
+	other := t.TempDir()
+	if err := run(context.Background(), runFlags(t, other, "-epochs", "1"), io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	if ts := readSummary(t, other); ts.Test == nil || ts.Test.NegLogPx == s.ValEval.NegLogPx || ts.TrainLoss[0] != s.TrainLoss[0] {
+		t.Errorf("test split %+v (loss %v), validation split %+v (loss %v)", ts.Test, ts.TrainLoss, s.ValEval, s.TrainLoss)
+	}
+}
