@@ -45,6 +45,7 @@ type options struct {
 	mnist, images, out, results string
 	size                        int
 	gray, val, table2, quiet    bool
+	oracle                      bool
 	p                           int
 	seed                        uint64
 	steps, batch, evalN         int
@@ -72,6 +73,7 @@ func main() {
 	flag.BoolVar(&o.table2, "table2", false, "run p = 2..6 on MNIST and print Table 2")
 	flag.StringVar(&o.sizes, "sizes", "2,3,4,5,6", "puzzle sizes -table2 runs, in this order")
 	flag.BoolVar(&o.quiet, "quiet", false, "no progress lines")
+	flag.BoolVar(&o.oracle, "oracle", false, "train nothing: print, for each of -sizes, the best index-based metrics any method can expect on the held-out puzzles (identical pieces placed at random among themselves)")
 	def := jigsaw.DefaultConfig(3)
 	flag.IntVar(&o.cfg.Filters, "filters", def.Filters, "convolution filters n_f")
 	flag.IntVar(&o.cfg.Kernel, "kernel", def.Kernel, "convolution kernel side K_s (odd)")
@@ -80,6 +82,8 @@ func main() {
 	flag.IntVar(&o.cfg.Iters, "iters", def.Iters, "Sinkhorn iterations L")
 	flag.IntVar(&o.cfg.Samples, "samples", def.Samples, "Gumbel samples per image")
 	flag.Float64Var(&o.cfg.Noise, "noise", def.Noise, "scale of the Gumbel noise")
+	flag.IntVar(&o.cfg.Hidden, "hidden", 0, "ReLU units of a hidden layer after the pooled features (0: the paper's network)")
+	flag.BoolVar(&o.cfg.Context, "context", false, "feed the hidden layer the puzzle's mean piece feature too (needs -hidden)")
 	flag.StringVar(&o.figTaus, "figtaus", "1,0.3,0.1", "temperatures of the soft reconstructions in the figure")
 	flag.Parse()
 
@@ -97,6 +101,9 @@ var errNoData = errors.New("no data: pass -mnist DIR (" + dataset.MNISTHelp + ")
 func run(ctx context.Context, o options) error {
 	if o.mnist == "" && o.images == "" {
 		return errNoData
+	}
+	if o.oracle {
+		return runOracle(o)
 	}
 	if o.table2 {
 		if o.mnist == "" {
@@ -156,19 +163,22 @@ func stepsFor(p int) int {
 
 // record is one line of results.
 type record struct {
-	P          int            `json:"p"`
-	Data       string         `json:"data"`
-	Config     jigsaw.Config  `json:"config"`
-	Steps      int            `json:"steps"`
-	Batch      int            `json:"batch"`
-	LR         float64        `json:"lr"`
-	Seed       uint64         `json:"seed"`
-	Params     int            `json:"params"`
-	TrainSec   float64        `json:"train_seconds"`
-	FinalLoss  float64        `json:"final_loss"`
-	Metrics    jigsaw.Metrics `json:"metrics"`
-	GoMaxProcs int            `json:"gomaxprocs"`
-	Command    string         `json:"command"`
+	P         int            `json:"p"`
+	Data      string         `json:"data"`
+	Config    jigsaw.Config  `json:"config"`
+	Steps     int            `json:"steps"`
+	Batch     int            `json:"batch"`
+	LR        float64        `json:"lr"`
+	Seed      uint64         `json:"seed"`
+	Params    int            `json:"params"`
+	TrainSec  float64        `json:"train_seconds"`
+	FinalLoss float64        `json:"final_loss"`
+	Metrics   jigsaw.Metrics `json:"metrics"`
+	// Oracle scores jigsaw.Oracle on the same puzzles: the best any method
+	// can expect on the index-based metrics (absent in older records).
+	Oracle     *jigsaw.Metrics `json:"oracle,omitempty"`
+	GoMaxProcs int             `json:"gomaxprocs"`
+	Command    string          `json:"command"`
 }
 
 // experiment trains and evaluates one puzzle size and writes its JSON,
@@ -210,6 +220,9 @@ func experiment(ctx context.Context, o options, p int, train, test *dataset.Imag
 		return nil, err
 	}
 	if rec.Metrics, err = net.Evaluate(z); err != nil {
+		return nil, err
+	}
+	if rec.Oracle, err = oracleMetrics(z, o.seed); err != nil {
 		return nil, err
 	}
 	if err := os.MkdirAll(o.out, 0o755); err != nil {

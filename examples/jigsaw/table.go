@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -152,6 +153,23 @@ func formatTable(recs map[int]*record) string {
 		}
 		b.WriteString("\n")
 	}
+	hasOracle := false
+	for _, r := range recs {
+		hasOracle = hasOracle || r.Oracle != nil
+	}
+	if hasOracle {
+		for _, row := range rows[:3] {
+			fmt.Fprintf(&b, "| %s, best possible |", row.name)
+			for _, p := range tableSizes {
+				if r, ok := recs[p]; ok && r.Oracle != nil {
+					fmt.Fprintf(&b, " %.3f |", row.get(*r.Oracle))
+				} else {
+					b.WriteString(" - |")
+				}
+			}
+			b.WriteString("\n")
+		}
+	}
 	b.WriteString("| training steps x batch, minutes |")
 	for _, p := range tableSizes {
 		if r, ok := recs[p]; ok {
@@ -169,4 +187,58 @@ func formatMetrics(r *record) string {
 	m := r.Metrics
 	return fmt.Sprintf("%s, %dx%d, %d puzzles: Kendall tau %.4f, prop. wrong %.4f, prop. any wrong %.4f, l1 %.4f, l2 (RMSE) %.4f, l2 (MSE) %.5f, prop. wrong up to identical pieces %.4f, any wrong up to identical %.4f\n",
 		r.Data, r.P, r.P, m.Puzzles, m.KendallTau, m.PropWrong, m.PropAnyWrong, m.L1, m.RMSE, m.MSE, m.PropWrongIdentical, m.PropAnyWrongIdentical)
+}
+
+// oracleMetrics scores jigsaw.Oracle on z, with ties among identical pieces
+// broken by a source fixed by the seed.
+func oracleMetrics(z *jigsaw.Puzzles, seed uint64) (*jigsaw.Metrics, error) {
+	pred, err := jigsaw.Oracle(z, rand.New(rand.NewPCG(seed, 0x6f7261636c65))) // "oracle"
+	if err != nil {
+		return nil, err
+	}
+	m, err := jigsaw.ScoreAll(z, pred)
+	if err != nil {
+		return nil, err
+	}
+	return &m, nil
+}
+
+// runOracle prints, for each of -sizes, the oracle's index-based metrics on
+// the held-out puzzles a run with the same -seed, -val and -eval scores,
+// beside the paper's Table 2. It trains nothing.
+func runOracle(o options) error {
+	if o.mnist == "" {
+		return errors.New("-oracle needs -mnist DIR")
+	}
+	sizes, err := parseSizes(o.sizes)
+	if err != nil {
+		return err
+	}
+	_, held, name, err := load(o)
+	if err != nil {
+		return err
+	}
+	if o.evalN > 0 && o.evalN < held.N {
+		held = held.Subset(seq(o.evalN))
+	}
+	fmt.Printf("Best possible on %s (%d puzzles, scrambling seed %d): identical pieces placed at random among themselves, everything else right (paper in parentheses)\n\n", name, held.N, o.seed)
+	fmt.Print("| size | Kendall tau | Prop. wrong | Prop. any wrong |\n|---|---|---|---|\n")
+	for _, p := range sizes {
+		g, err := jigsaw.NewGrid(held.Channels, held.Height, held.Width, p)
+		if err != nil {
+			return err
+		}
+		z, err := jigsaw.MakePuzzles(g, held.Pixels, nil, evalRNG(o.seed))
+		if err != nil {
+			return err
+		}
+		m, err := oracleMetrics(z, o.seed)
+		if err != nil {
+			return err
+		}
+		i := slices.Index(tableSizes, p)
+		fmt.Printf("| %dx%d | %.3f (%.2f) | %.3f (%.2f) | %.3f (%.2f) |\n", p, p,
+			m.KendallTau, paper["Kendall tau"][i], m.PropWrong, paper["Prop. wrong"][i], m.PropAnyWrong, paper["Prop. any wrong"][i])
+	}
+	return nil
 }

@@ -1,8 +1,11 @@
 package jigsaw
 
 import (
+	"errors"
 	"fmt"
 	"math"
+	"math/rand/v2"
+	"slices"
 
 	"github.com/permlab/permlab/perm"
 )
@@ -100,4 +103,62 @@ func (m *Metrics) add(o Metrics) {
 	m.PropWrongIdentical = w(m.PropWrongIdentical, o.PropWrongIdentical)
 	m.PropAnyWrongIdentical = w(m.PropAnyWrongIdentical, o.PropAnyWrongIdentical)
 	m.Puzzles += o.Puzzles
+}
+
+// Oracle returns, for every puzzle of z, the prediction of a solver that
+// knows the image: each scrambled piece goes to a position whose true piece
+// is identical to it pixel for pixel, and pieces that are identical to one
+// another (the blank corners of an MNIST digit) share their positions in an
+// order drawn uniformly from rng.
+//
+// Nothing in a scrambled puzzle tells identical pieces apart, and the
+// scrambling is uniform, so every solver, however good, places them in
+// effect at random among themselves. ScoreAll of the oracle's predictions
+// is therefore the best that any method can expect on the index-based
+// metrics (Kendall tau, prop. wrong, prop. any wrong) for these puzzles;
+// its reconstruction errors and identical-piece metrics are 0. A group of k
+// identical pieces leaves k − 1 of them wrong on average.
+func Oracle(z *Puzzles, rng *rand.Rand) ([]perm.Perm, error) {
+	if z == nil || rng == nil {
+		return nil, errors.New("jigsaw: Oracle: nil puzzles or random source")
+	}
+	n, ps := z.Grid.N(), z.Grid.PieceSize()
+	if len(z.Perms) != z.Len() || len(z.Pieces) != z.Len()*n*ps {
+		return nil, fmt.Errorf("jigsaw: Oracle: %d permutations and %d piece values for %d puzzles of %d pieces", len(z.Perms), len(z.Pieces), z.Len(), n)
+	}
+	out := make([]perm.Perm, z.Len())
+	for b := range out {
+		truth, pieces := z.Perms[b], z.Pieces[b*n*ps:(b+1)*n*ps]
+		if len(truth) != n {
+			return nil, fmt.Errorf("jigsaw: Oracle: puzzle %d: permutation of %d items, want %d", b, len(truth), n)
+		}
+		// group[j] is the first true position whose piece equals piece j.
+		group := make([]int, n)
+		for j := range n {
+			group[j] = j
+			for k := range j {
+				if group[k] == k && slices.Equal(pieces[j*ps:(j+1)*ps], pieces[k*ps:(k+1)*ps]) {
+					group[j] = k
+					break
+				}
+			}
+		}
+		// The positions of each group, shuffled, go to the scrambled
+		// pieces of that group in scrambled order.
+		slots := make(map[int][]int)
+		for j := range n {
+			slots[group[j]] = append(slots[group[j]], j)
+		}
+		for g := range n {
+			s := slots[g]
+			rng.Shuffle(len(s), func(i, k int) { s[i], s[k] = s[k], s[i] })
+		}
+		pred := make(perm.Perm, n)
+		for i, j := range truth {
+			g := group[j]
+			pred[i], slots[g] = slots[g][0], slots[g][1:]
+		}
+		out[b] = pred
+	}
+	return out, nil
 }

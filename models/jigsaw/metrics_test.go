@@ -2,6 +2,7 @@ package jigsaw
 
 import (
 	"math"
+	"math/rand/v2"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -81,4 +82,60 @@ func TestMetricsAverage(t *testing.T) {
 	assert.InDelta(t, 0.25, m.KendallTau, 1e-15)
 	assert.InDelta(t, 0.2, m.L1, 1e-15)
 	assert.InDelta(t, 0.75, m.PropAnyWrong, 1e-15)
+}
+
+// oraclePuzzles builds puzzles of 4 one-value pieces in true order
+// pieces, each scrambled by a random permutation.
+func oraclePuzzles(rng *rand.Rand, pieces []float64, count int) *Puzzles {
+	z := &Puzzles{Grid: Grid{Channels: 1, P: 2, PieceH: 1, PieceW: 1}}
+	for range count {
+		q := perm.Random(4, rng)
+		z.Perms = append(z.Perms, q)
+		z.Pieces = append(z.Pieces, pieces...)
+		for _, j := range q {
+			z.Scrambled = append(z.Scrambled, pieces[j])
+		}
+	}
+	return z
+}
+
+func TestOracle(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 5))
+	// Distinct pieces: the oracle is the truth.
+	z := oraclePuzzles(rng, []float64{0.1, 0.2, 0.3, 0.4}, 50)
+	pred, err := Oracle(z, rng)
+	require.NoError(t, err)
+	assert.Equal(t, z.Perms, pred)
+
+	// Pieces A A B C: the two A's trade places half the time, so the
+	// expected prop. wrong is (2 − 1)/4 and prop. any wrong 1/2; the
+	// identical-piece metrics and the reconstruction are always perfect.
+	const count = 20000
+	z = oraclePuzzles(rng, []float64{0, 0, 0.5, 1}, count)
+	pred, err = Oracle(z, rng)
+	require.NoError(t, err)
+	for b, p := range pred {
+		require.NoError(t, p.Validate())
+		for i, j := range z.Perms[b] {
+			if j >= 2 {
+				require.Equal(t, j, p[i], "distinct piece misplaced")
+			}
+		}
+	}
+	m, err := ScoreAll(z, pred)
+	require.NoError(t, err)
+	se := 0.5 / math.Sqrt(count) // sd of prop. wrong (0 or 1/2, each with probability 1/2)
+	assert.InDelta(t, 0.25, m.PropWrong, 5*se)
+	assert.InDelta(t, 0.5, m.PropAnyWrong, 10*se)
+	assert.Zero(t, m.PropWrongIdentical)
+	assert.Zero(t, m.PropAnyWrongIdentical)
+	assert.Zero(t, m.L1)
+
+	_, err = Oracle(nil, rng)
+	assert.Error(t, err)
+	_, err = Oracle(z, nil)
+	assert.Error(t, err)
+	z.Perms = z.Perms[:3]
+	_, err = Oracle(z, rng)
+	assert.Error(t, err)
 }

@@ -30,6 +30,19 @@ type Config struct {
 	// applied to every piece.
 	Filters, Kernel, Pool int
 
+	// Hidden, when > 0, puts a dense layer of that many ReLU units between
+	// the pooled features of a piece and the output layer (0: the paper's
+	// network, features straight to the output).
+	Hidden int
+
+	// Context (needs Hidden > 0) also feeds the hidden layer of every piece
+	// the mean of the features of all pieces of its puzzle, through its own
+	// weights (no bias): h_i = ReLU(A f_i + b + C mean_j f_j). The mean does
+	// not depend on the order of the pieces, so the network stays
+	// permutation equivariant, and a piece's row can depend on what the
+	// whole puzzle shows (which digit it is), not only on the piece.
+	Context bool
+
 	// Heads is the number of dense output layers on the shared
 	// convolutional trunk: 1 for jigsaw puzzles, the number of target
 	// classes for assembly. A puzzle's label selects its head.
@@ -66,6 +79,10 @@ func (c Config) validate() error {
 		return fmt.Errorf("pool %d must be >= 1", c.Pool)
 	case c.Heads < 1:
 		return fmt.Errorf("heads %d must be >= 1", c.Heads)
+	case c.Hidden < 0:
+		return fmt.Errorf("hidden %d must be >= 0", c.Hidden)
+	case c.Context && c.Hidden == 0:
+		return errors.New("context needs a hidden layer (hidden > 0)")
 	case !(c.Tau > 0) || math.IsInf(c.Tau, 0):
 		return fmt.Errorf("tau %v must be finite and > 0", c.Tau)
 	case c.Iters < 1:
@@ -81,13 +98,17 @@ func (c Config) validate() error {
 // Net is a permutation-equivariant Sinkhorn network for p × p puzzles. Every
 // piece goes through the same layers, conv → ReLU → max-pool → dense, whose N
 // outputs are the row of the logit matrix g(X̃) for that piece; permuting the
-// input pieces therefore permutes the rows of g.
+// input pieces therefore permutes the rows of g. Config.Hidden and
+// Config.Context add a hidden layer, optionally fed the puzzle's mean
+// feature; both keep the equivariance.
 type Net struct {
-	cfg   Config
-	grid  Grid
-	trunk nn.Sequential
-	heads []*nn.Dense
-	feat  int
+	cfg    Config
+	grid   Grid
+	trunk  nn.Sequential
+	hidden *nn.Dense // nil without Config.Hidden
+	ctx    *nn.Dense // nil without Config.Context
+	heads  []*nn.Dense
+	feat   int
 }
 
 // New returns a network with weights drawn from a PCG source seeded by seed.
@@ -118,8 +139,20 @@ func New(cfg Config, seed uint64) (*Net, error) {
 		return nil, fmt.Errorf("jigsaw: New: %w", err)
 	}
 	n.feat = h.Size()
+	in := n.feat
+	if cfg.Hidden > 0 {
+		if n.hidden, err = nn.NewDense(rng, "hidden", n.feat, cfg.Hidden, nn.HeUniform); err != nil {
+			return nil, fmt.Errorf("jigsaw: New: %w", err)
+		}
+		if cfg.Context {
+			if n.ctx, err = nn.NewDense(rng, "context", n.feat, cfg.Hidden, nn.HeUniform, nn.NoBias()); err != nil {
+				return nil, fmt.Errorf("jigsaw: New: %w", err)
+			}
+		}
+		in = cfg.Hidden
+	}
 	for k := range cfg.Heads {
-		d, err := nn.NewDense(rng, fmt.Sprintf("head%d", k), n.feat, g.N(), nn.GlorotUniform)
+		d, err := nn.NewDense(rng, fmt.Sprintf("head%d", k), in, g.N(), nn.GlorotUniform)
 		if err != nil {
 			return nil, fmt.Errorf("jigsaw: New: %w", err)
 		}
@@ -134,9 +167,16 @@ func (n *Net) Config() Config { return n.cfg }
 // Grid returns the puzzle geometry.
 func (n *Net) Grid() Grid { return n.grid }
 
-// Params returns the trainable parameters: the convolution, then the heads.
+// Params returns the trainable parameters: the convolution, the hidden and
+// context layers if any, then the heads.
 func (n *Net) Params() []*ad.Param {
 	layers := []nn.Layer{n.trunk}
+	if n.hidden != nil {
+		layers = append(layers, n.hidden)
+	}
+	if n.ctx != nil {
+		layers = append(layers, n.ctx)
+	}
 	for _, h := range n.heads {
 		layers = append(layers, h)
 	}
@@ -168,6 +208,20 @@ func (n *Net) Logits(t *ad.Tape, z *Puzzles, from, to int) *ad.Var {
 		return t.Const(ad.Zeros(b, nn2, nn2))
 	}
 	h := n.trunk.Forward(t, t.Const(x))
+	if n.hidden != nil {
+		a := n.hidden.Forward(t, h)
+		if n.ctx != nil {
+			// The mean feature of each puzzle, through the context weights,
+			// added to the hidden pre-activation of each of its pieces.
+			m := ad.MeanAxis(ad.Reshape(h, b, nn2, n.feat), 1)
+			idx := make([]int, b*nn2)
+			for r := range idx {
+				idx[r] = r / nn2
+			}
+			a = ad.Add(a, ad.Take(n.ctx.Forward(t, m), idx))
+		}
+		h = ad.ReLU(a)
+	}
 	if len(n.heads) == 1 {
 		return ad.Reshape(n.heads[0].Forward(t, h), b, nn2, nn2)
 	}

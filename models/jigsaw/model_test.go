@@ -55,6 +55,8 @@ func TestNewErrors(t *testing.T) {
 		func(c *Config) { c.Iters = 0 },
 		func(c *Config) { c.Samples = 0 },
 		func(c *Config) { c.Noise = -1 },
+		func(c *Config) { c.Hidden = -1 },
+		func(c *Config) { c.Context = true },
 	} {
 		c := tinyConfig()
 		mod(&c)
@@ -63,11 +65,25 @@ func TestNewErrors(t *testing.T) {
 	}
 }
 
+// variants are the paper's network and the two extensions of Config.
+var variants = map[string]func(c *Config){
+	"paper":          func(c *Config) {},
+	"hidden":         func(c *Config) { c.Hidden = 6 },
+	"hidden+context": func(c *Config) { c.Hidden, c.Context = 6, true },
+}
+
 func TestEquivariance(t *testing.T) {
+	for name, mod := range variants {
+		t.Run(name, func(t *testing.T) { testEquivariance(t, mod) })
+	}
+}
+
+func testEquivariance(t *testing.T, mod func(*Config)) {
 	// Permuting the input pieces by q permutes the rows of the logit matrix
 	// by q: g(Q X̃) = Q g(X̃).
 	cfg := tinyConfig()
 	cfg.P, cfg.Height, cfg.Width = 3, 9, 9
+	mod(&cfg)
 	net, err := New(cfg, 7)
 	require.NoError(t, err)
 	rng := rand.New(rand.NewPCG(1, 1))
@@ -226,8 +242,15 @@ func TestTrainErrors(t *testing.T) {
 }
 
 func TestSaveLoad(t *testing.T) {
+	for name, mod := range variants {
+		t.Run(name, func(t *testing.T) { testSaveLoad(t, mod) })
+	}
+}
+
+func testSaveLoad(t *testing.T, mod func(*Config)) {
 	cfg := tinyConfig()
 	cfg.Heads = 3
+	mod(&cfg)
 	net, err := New(cfg, 21)
 	require.NoError(t, err)
 	rng := rand.New(rand.NewPCG(1, 3))
@@ -332,4 +355,54 @@ func flatten(x [][]float64) []float64 {
 		out = append(out, r...)
 	}
 	return out
+}
+
+// TestContextGradient checks the gradient of the loss of a network with a
+// hidden and a context layer (and so of the mean over pieces and its
+// broadcast) against central finite differences in every parameter.
+func TestContextGradient(t *testing.T) {
+	cfg := tinyConfig()
+	cfg.P, cfg.Height, cfg.Width = 3, 9, 9
+	cfg.Hidden, cfg.Context, cfg.Noise = 5, true, 0
+	net, err := New(cfg, 3)
+	require.NoError(t, err)
+	rng := rand.New(rand.NewPCG(4, 4))
+	z, err := MakePuzzles(net.Grid(), randomImages(rng, 2, 1, 9, 9), nil, rng)
+	require.NoError(t, err)
+	tape := ad.NewTape()
+	loss := func() float64 {
+		tape.Reset()
+		v := net.Loss(tape, z, nil).Item()
+		require.NoError(t, tape.Err())
+		return v
+	}
+	ps := net.Params()
+	for _, p := range ps {
+		p.ZeroGrad()
+	}
+	tape.Reset()
+	l := net.Loss(tape, z, nil)
+	require.NoError(t, tape.Backward(l))
+	grads := make([][]float64, len(ps))
+	for i, p := range ps {
+		grads[i] = append([]float64(nil), p.Grad.Data...)
+	}
+	const h = 1e-6
+	checked := 0
+	for i, p := range ps {
+		for j := range p.Value.Data {
+			x := p.Value.Data[j]
+			p.Value.Data[j] = x + h
+			up := loss()
+			p.Value.Data[j] = x - h
+			down := loss()
+			p.Value.Data[j] = x
+			fd := (up - down) / (2 * h)
+			// ReLU kinks make a few entries of a finite difference
+			// meaningless; none lies within h of a kink for this seed.
+			assert.InDelta(t, fd, grads[i][j], 1e-7+1e-5*math.Abs(fd), "%s[%d]", p.Name, j)
+			checked++
+		}
+	}
+	assert.Greater(t, checked, 100)
 }
