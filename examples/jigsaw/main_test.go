@@ -54,6 +54,11 @@ func TestImagesFolderRun(t *testing.T) {
 	require.NoError(t, json.Unmarshal(b, &r))
 	assert.Equal(t, 3, r.Config.Channels)
 	assert.Equal(t, 1, r.Metrics.Puzzles, "one of ten pictures is held out")
+	// The gradient pictures have no two equal pieces: the oracle is exact.
+	require.NotNil(t, r.Oracle)
+	assert.Equal(t, jigsaw.Metrics{Puzzles: 1, KendallTau: 1}, *r.Oracle)
+	o.oracle = true
+	assert.ErrorContains(t, run(context.Background(), o), "-oracle needs -mnist")
 	f, err := os.Open(filepath.Join(out, "jigsaw_images-"+filepath.Base(in)+"_p2.png"))
 	require.NoError(t, err)
 	defer f.Close()
@@ -79,6 +84,9 @@ func TestRecordsRoundTrip(t *testing.T) {
 	lines := strings.Split(table, "\n")
 	assert.Contains(t, lines[2], "| Kendall tau | 1.000 (1.00) | - | 0.500 (0.43) | - | - |")
 	assert.Contains(t, table, "| l2 | 0.000 (0.00) | - | 0.250 (0.26) |")
+	assert.NotContains(t, table, "best possible", "no record has an oracle")
+	recs[4].Oracle = &jigsaw.Metrics{Puzzles: 5, KendallTau: 0.75}
+	assert.Contains(t, formatTable(recs), "| Kendall tau, best possible | - | - | 0.750 | - | - |")
 }
 
 func TestParseSizes(t *testing.T) {
