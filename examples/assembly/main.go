@@ -43,7 +43,7 @@ type options struct {
 	lr                            float64
 	seed                          uint64
 	cfg                           jigsaw.Config
-	quiet                         bool
+	quiet, val                    bool
 }
 
 func main() {
@@ -66,6 +66,9 @@ func main() {
 	flag.IntVar(&o.cfg.Iters, "iters", def.Iters, "Sinkhorn iterations L")
 	flag.IntVar(&o.cfg.Samples, "samples", def.Samples, "Gumbel samples per image")
 	flag.Float64Var(&o.cfg.Noise, "noise", def.Noise, "scale of the Gumbel noise")
+	flag.IntVar(&o.cfg.Hidden, "hidden", 0, "ReLU units of a hidden layer after the pooled features (0: the paper's network)")
+	flag.BoolVar(&o.cfg.Context, "context", false, "feed the hidden layer the puzzle's mean piece feature too (needs -hidden)")
+	flag.BoolVar(&o.val, "val", false, "judge the validation digits (last 10,000 training digits, seen by neither network), for tuning, instead of the test digits")
 	flag.BoolVar(&o.quiet, "quiet", false, "no progress lines")
 	flag.Parse()
 
@@ -87,6 +90,7 @@ type result struct {
 	LR         float64       `json:"lr"`
 	Seed       uint64        `json:"seed"`
 	Params     int           `json:"params"`
+	Split      string        `json:"eval_split"` // "test", or "validation" for tuning
 	TrainSec   float64       `json:"train_seconds"`
 	Model      string        `json:"model,omitempty"`
 	Classifier string        `json:"classifier,omitempty"`
@@ -106,11 +110,14 @@ func run(ctx context.Context, o options) error {
 	if err != nil {
 		return err
 	}
-	train, _, err := full.Split(50000)
+	train, val, err := full.Split(50000)
 	if err != nil {
 		return err
 	}
-	res := result{P: o.p, Steps: o.steps, Batch: o.batch, LR: o.lr, Seed: o.seed, GoMaxProcs: runtime.GOMAXPROCS(0), Command: strings.Join(os.Args, " ")}
+	if o.val {
+		test = val
+	}
+	res := result{Split: split(o.val), P: o.p, Steps: o.steps, Batch: o.batch, LR: o.lr, Seed: o.seed, GoMaxProcs: runtime.GOMAXPROCS(0), Command: strings.Join(os.Args, " ")}
 	net, err := trainOrLoad(ctx, o, train, &res)
 	if err != nil {
 		return err
@@ -189,6 +196,13 @@ func trainOrLoad(ctx context.Context, o options, train *dataset.Images, res *res
 	}
 	res.TrainSec = time.Since(start).Seconds()
 	return net, nil
+}
+
+func split(val bool) string {
+	if val {
+		return "validation"
+	}
+	return "test"
 }
 
 func seqInts(n int) []int {

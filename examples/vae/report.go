@@ -18,7 +18,8 @@ import (
 
 // report prints, as Markdown, the runs whose summary.json files lie under
 // dir (any depth; a file is a summary if its name ends in .json and it has
-// an "estimator" and an "eval_split"): one table of the test-set runs,
+// an "estimator"; one without "eval_split" predates the flag and was
+// evaluated on the test set): one table of the test-set runs,
 // mean ± sd over seeds for each estimator and setting, and one of the
 // validation (tuning) runs, a row per run. The docs' generated blocks are
 // this output, so every number in them comes from committed files.
@@ -39,8 +40,14 @@ func report(dir string, w io.Writer) error {
 		if err := json.Unmarshal(b, &s); err != nil {
 			return fmt.Errorf("%s: %w", path, err)
 		}
-		if s.Estimator == "" || s.EvalSplit == "" {
-			return nil // not a summary of this version (val.json, older runs)
+		if s.Estimator == "" {
+			return nil // not a summary (val.json, run.json)
+		}
+		if s.EvalSplit == "" && s.Test != nil {
+			s.EvalSplit = "test" // written before -eval-split existed
+		}
+		if s.EvalSplit != "test" && s.EvalSplit != "validation" {
+			return fmt.Errorf("%s: no evaluation (eval_split %q)", path, s.EvalSplit)
 		}
 		if (s.EvalSplit == "test") != (s.Test != nil) || (s.EvalSplit == "validation") != (s.ValEval != nil) {
 			return fmt.Errorf("%s: eval_split %q does not match the evaluation it holds", path, s.EvalSplit)

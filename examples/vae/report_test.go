@@ -66,6 +66,18 @@ func TestReport(t *testing.T) {
 	if err := report(dir, io.Discard); err == nil || !strings.Contains(err.Error(), "bad.json") {
 		t.Errorf("summary without its evaluation: err %v", err)
 	}
+	// A summary written before -eval-split existed counts as a test run.
+	if err := os.WriteFile(filepath.Join(dir, "bad.json"), []byte(`{"estimator":"concrete","seed":7,"epochs":100,"test":{"Images":10,"K":5,"NegELBO":3,"NegLogPx":2}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out.Reset()
+	if err := report(dir, &out); err != nil || !strings.Contains(out.String(), "| concrete | τ | 7 | 100 | 3.00 | 2.00 (K = 5, 10 images) |") {
+		t.Errorf("old summary: err %v, report\n%s", err, out.String())
+	}
+	writeSummary(t, filepath.Join(dir, "bad.json"), summary{Estimator: "concrete"})
+	if err := report(dir, io.Discard); err == nil || !strings.Contains(err.Error(), "no evaluation") {
+		t.Errorf("summary without any evaluation: err %v", err)
+	}
 	if err := report(t.TempDir(), io.Discard); err == nil {
 		t.Error("empty folder: no error")
 	}
