@@ -107,36 +107,59 @@ func BinaryCrossEntropyWithLogits(logits, targets *ad.Var) *ad.Var {
 		rows, _ = sizeOf(sh[:len(sh)-1])
 	}
 	out := t.Alloc(rows)
-	for r := range rows {
-		s := 0.0
-		for k := r * d; k < (r+1)*d; k++ {
-			v := x[k]
-			s += max(v, 0) - v*y[k] + math.Log1p(math.Exp(-math.Abs(v)))
+	// e[k] = exp(−|x[k]|) serves the loss and, in the backward pass, the
+	// sigmoid (σ(v) = 1/(1+e) for v ≥ 0, e/(1+e) below): the same bits as
+	// sigmoid, one exponential per entry instead of two. Rows are
+	// independent and each is summed in order, so splitting them across
+	// goroutines does not change a bit.
+	e := t.AllocRaw(len(x))
+	byRows(rows, d, func(r0, r1 int) {
+		for r := r0; r < r1; r++ {
+			s := 0.0
+			for k := r * d; k < (r+1)*d; k++ {
+				v := x[k]
+				ek := math.Exp(-math.Abs(v))
+				e[k] = ek
+				s += max(v, 0) - v*y[k] + math.Log1p(ek)
+			}
+			out[r] = s
 		}
-		out[r] = s
-	}
+	})
 	return t.Custom(sh[:len(sh)-1], out, []*ad.Var{logits, targets}, func(g []float64, gIn [][]float64) {
 		gx, gy := gIn[0], gIn[1]
-		for r := range rows {
-			gr := g[r]
-			for k := r * d; k < (r+1)*d; k++ {
-				if gx != nil {
-					gx[k] += gr * (sigmoid(x[k]) - y[k])
-				}
-				if gy != nil {
-					gy[k] -= gr * x[k]
+		byRows(rows, d, func(r0, r1 int) {
+			for r := r0; r < r1; r++ {
+				gr := g[r]
+				for k := r * d; k < (r+1)*d; k++ {
+					if gx != nil {
+						sg := 1 / (1 + e[k])
+						if x[k] < 0 {
+							sg = e[k] / (1 + e[k])
+						}
+						gx[k] += gr * (sg - y[k])
+					}
+					if gy != nil {
+						gy[k] -= gr * x[k]
+					}
 				}
 			}
-		}
+		})
 	})
 }
 
-func sigmoid(v float64) float64 {
-	if v >= 0 {
-		return 1 / (1 + math.Exp(-v))
+// byRows calls f on contiguous ranges of rows [r0, r1) that cover 0 … rows−1,
+// in parallel when the rows hold enough values (rows × d) to pay for it.
+// f must write only to its own rows.
+func byRows(rows, d int, f func(r0, r1 int)) {
+	const minValues = 1 << 14
+	if rows*d < minValues || rows < 2 {
+		f(0, rows)
+		return
 	}
-	e := math.Exp(v)
-	return e / (1 + e)
+	size, count := chunks(rows, min(rows, rows*d/(minValues/4)))
+	parallelFor(workers(count), count, func(_, i int) {
+		f(i*size, min(rows, (i+1)*size))
+	})
 }
 
 // sizeOf returns the product of dims.

@@ -3,6 +3,7 @@ package nn
 import (
 	"math"
 	"math/rand/v2"
+	"runtime"
 	"testing"
 
 	"github.com/permlab/permlab/ad"
@@ -144,4 +145,54 @@ func TestAccuracy(t *testing.T) {
 	assert.Equal(t, 0.75, Accuracy(logits, 4, 3, []int{1, 0, 2, 2}))
 	assert.True(t, math.IsNaN(Accuracy(logits, 4, 3, []int{1})))
 	assert.True(t, math.IsNaN(Accuracy(nil, 0, 3, nil)))
+}
+
+// sigmoidRef is the logistic function as BinaryCrossEntropyWithLogits
+// computed it before it reused the forward pass's exponential.
+func sigmoidRef(v float64) float64 {
+	if v >= 0 {
+		return 1 / (1 + math.Exp(-v))
+	}
+	e := math.Exp(v)
+	return e / (1 + e)
+}
+
+// TestBinaryCrossEntropyLarge checks, on an input large enough to be split
+// across goroutines, that the loss of every row and the gradient equal a
+// plain loop bit for bit (each row summed in order, the gradient through
+// sigmoidRef), whatever GOMAXPROCS is.
+func TestBinaryCrossEntropyLarge(t *testing.T) {
+	const rows, d = 64, 784
+	rng := rand.New(rand.NewPCG(3, 3))
+	x, y := make([]float64, rows*d), make([]float64, rows*d)
+	for k := range x {
+		x[k] = 30 * (rng.Float64() - 0.5)
+		if rng.IntN(2) == 1 {
+			y[k] = 1
+		}
+	}
+	x[0], x[1], x[2] = 0, math.Copysign(0, -1), 800
+	wantLoss := make([]float64, rows)
+	wantGrad := make([]float64, rows*d)
+	for r := range rows {
+		for k := r * d; k < (r+1)*d; k++ {
+			v := x[k]
+			wantLoss[r] += max(v, 0) - v*y[k] + math.Log1p(math.Exp(-math.Abs(v)))
+			wantGrad[k] = float64(r+1) * (sigmoidRef(v) - y[k])
+		}
+	}
+	for _, procs := range []int{1, 2, 5} {
+		prev := runtime.GOMAXPROCS(procs)
+		tp := ad.NewTape()
+		xv := tp.Variable(&ad.Tensor{Shape: []int{rows, d}, Data: x})
+		l := BinaryCrossEntropyWithLogits(xv, tp.Const(&ad.Tensor{Shape: []int{rows, d}, Data: y}))
+		w := make([]float64, rows)
+		for r := range w {
+			w[r] = float64(r + 1)
+		}
+		require.NoError(t, tp.Backward(ad.Sum(ad.Mul(l, tp.Const(&ad.Tensor{Shape: []int{rows}, Data: w})))))
+		runtime.GOMAXPROCS(prev)
+		assert.Equal(t, wantLoss, l.Value(), "GOMAXPROCS %d: loss", procs)
+		assert.Equal(t, wantGrad, xv.Grad(), "GOMAXPROCS %d: gradient", procs)
+	}
 }
