@@ -62,7 +62,7 @@ func report(dir string, w io.Writer) error {
 		return errors.New("no summaries with an eval_split under " + dir)
 	}
 	slices.SortStableFunc(runs, func(a, b summary) int {
-		if c := strings.Compare(a.Estimator, b.Estimator); c != 0 {
+		if c := estimatorRank(a.Estimator) - estimatorRank(b.Estimator); c != 0 {
 			return c
 		}
 		if c := cmpFloat(a.Config.PriorTemp, b.Config.PriorTemp); c != 0 {
@@ -88,6 +88,16 @@ func report(dir string, w io.Writer) error {
 		writeTuneTable(w, tune)
 	}
 	return nil
+}
+
+// estimatorRank orders estimators as the paper's table does (that of
+// package vae's constants), unknown names last.
+func estimatorRank(name string) int {
+	e, err := vae.ParseEstimator(name)
+	if err != nil {
+		return math.MaxInt32
+	}
+	return int(e)
 }
 
 func cmpFloat(a, b float64) int {
