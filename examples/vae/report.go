@@ -68,6 +68,13 @@ func report(dir string, w io.Writer) error {
 		if c := cmpFloat(a.Config.PriorTemp, b.Config.PriorTemp); c != 0 {
 			return c
 		}
+		ea, eb := a.eval(), b.eval()
+		if c := eb.Images - ea.Images; c != 0 { // the larger evaluation first
+			return c
+		}
+		if c := ea.K - eb.K; c != 0 {
+			return c
+		}
 		return int(a.Seed) - int(b.Seed)
 	})
 	var test, tune []summary
@@ -108,6 +115,14 @@ func cmpFloat(a, b float64) int {
 		return 1
 	}
 	return 0
+}
+
+// eval returns the run's final evaluation, on whichever split it used.
+func (s summary) eval() *vae.Eval {
+	if s.Test != nil {
+		return s.Test
+	}
+	return s.ValEval
 }
 
 // priorTemp names the prior temperature of a run as the flag gives it.
@@ -190,6 +205,13 @@ func meanSD(xs []float64) string {
 // run's summary times only its last invocation, so such runs are marked.
 func minutesRange(runs []summary) string {
 	lo, hi, resumed := math.Inf(1), math.Inf(-1), false
+	evalOnly := true
+	for _, s := range runs {
+		evalOnly = evalOnly && s.ResumedStep > 0 && s.ResumedStep == s.Steps
+	}
+	if evalOnly {
+		return "evaluation of trained runs"
+	}
 	for _, s := range runs {
 		lo, hi = min(lo, s.TrainSecs), max(hi, s.TrainSecs)
 		resumed = resumed || s.ResumedStep > 0

@@ -40,6 +40,12 @@ func TestReport(t *testing.T) {
 			Test: &vae.Eval{Images: 10000, K: 100, NegELBO: x + 10, NegLogPx: x}}
 		writeSummary(t, filepath.Join(dir, "full", "gs"+string(rune('1'+i)), "summary.json"), s)
 	}
+	// The same runs evaluated again with more samples: no training.
+	for i := range 3 {
+		s := summary{Estimator: "gumbel-softmax", Seed: uint64(i + 1), Epochs: 100, Steps: 50000, ResumedStep: 50000,
+			EvalSplit: "test", Test: &vae.Eval{Images: 1000, K: 1000, NegELBO: 100, NegLogPx: 90}}
+		writeSummary(t, filepath.Join(dir, "k1000", "gs"+string(rune('1'+i))+".json"), s)
+	}
 	cfg := vae.DefaultConfig()
 	cfg.PriorTemp = 0.5
 	writeSummary(t, filepath.Join(dir, "tune", "c.json"), summary{Estimator: "concrete", Config: cfg, Seed: 101, Epochs: 10,
@@ -55,6 +61,7 @@ func TestReport(t *testing.T) {
 	got := out.String()
 	for _, want := range []string{
 		"| gumbel-softmax | – | 1, 2, 3 | 100 | 112.00 ± 2.00 | 102.00 ± 2.00 (K = 100, 10000 images) | 106.7 | 20 min |",
+		"| gumbel-softmax | – | 1, 2, 3 | 100 | 100.00 ± 0.00 | 90.00 ± 0.00 (K = 1000, 1000 images) | 106.7 | evaluation of trained runs |",
 		"| concrete | 0.5 | 101 | 10 | 120.00 ± 1.50 (1000 images) | 111.25 ± 0.50 (K = 100, 1000 images) |",
 	} {
 		if !strings.Contains(got, want) {
