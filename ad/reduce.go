@@ -1,6 +1,9 @@
 package ad
 
-import "math"
+import (
+	"math"
+	"runtime"
+)
 
 // Sum returns the sum of all elements of x as a scalar.
 func Sum(x *Var) *Var {
@@ -95,32 +98,34 @@ func reduceAxis(op string, kind reduceKind, x *Var, axis int) *Var {
 	if kind == redMean && n > 0 {
 		y.s = 1 / float64(n)
 	}
-	for o := 0; o < outer; o++ {
-		for i := 0; i < inner; i++ {
-			base := o*n*inner + i
-			if kind == redLSE {
-				m := math.Inf(-1)
-				for k := 0; k < n; k++ {
-					m = max(m, x.val[base+k*inner])
-				}
-				if math.IsInf(m, 0) {
-					y.val[o*inner+i] = m
+	forOuter(outer, n*inner, func(o0, o1 int) {
+		for o := o0; o < o1; o++ {
+			for i := 0; i < inner; i++ {
+				base := o*n*inner + i
+				if kind == redLSE {
+					m := math.Inf(-1)
+					for k := 0; k < n; k++ {
+						m = max(m, x.val[base+k*inner])
+					}
+					if math.IsInf(m, 0) {
+						y.val[o*inner+i] = m
+						continue
+					}
+					s := 0.0
+					for k := 0; k < n; k++ {
+						s += math.Exp(x.val[base+k*inner] - m)
+					}
+					y.val[o*inner+i] = m + math.Log(s)
 					continue
 				}
 				s := 0.0
 				for k := 0; k < n; k++ {
-					s += math.Exp(x.val[base+k*inner] - m)
+					s += x.val[base+k*inner]
 				}
-				y.val[o*inner+i] = m + math.Log(s)
-				continue
+				y.val[o*inner+i] = s * y.s
 			}
-			s := 0.0
-			for k := 0; k < n; k++ {
-				s += x.val[base+k*inner]
-			}
-			y.val[o*inner+i] = s * y.s
 		}
-	}
+	})
 	return y
 }
 
@@ -170,19 +175,21 @@ func backLSE(y *Var) {
 	}
 	outer, n, inner := axisDims(x.shape, y.axis)
 	g := x.gradBuf()
-	for o := 0; o < outer; o++ {
-		for i := 0; i < inner; i++ {
-			lse := y.val[o*inner+i]
-			d := y.grad[o*inner+i]
-			if math.IsInf(lse, -1) {
-				continue
-			}
-			base := o*n*inner + i
-			for k := 0; k < n; k++ {
-				g[base+k*inner] += d * math.Exp(x.val[base+k*inner]-lse)
+	forOuter(outer, n*inner, func(o0, o1 int) {
+		for o := o0; o < o1; o++ {
+			for i := 0; i < inner; i++ {
+				lse := y.val[o*inner+i]
+				d := y.grad[o*inner+i]
+				if math.IsInf(lse, -1) {
+					continue
+				}
+				base := o*n*inner + i
+				for k := 0; k < n; k++ {
+					g[base+k*inner] += d * math.Exp(x.val[base+k*inner]-lse)
+				}
 			}
 		}
-	}
+	})
 }
 
 // LogSoftmax returns x - LogSumExp(x, axis) broadcast back along axis.
@@ -207,31 +214,33 @@ func softmaxOp(op string, x *Var, axis int, logOut bool) *Var {
 	y := t.newOp(x.shape, back, x)
 	y.a = x
 	y.axis = ax
-	for o := 0; o < outer; o++ {
-		for i := 0; i < inner; i++ {
-			base := o*n*inner + i
-			m := math.Inf(-1)
-			for k := 0; k < n; k++ {
-				m = max(m, x.val[base+k*inner])
-			}
-			s := 0.0
-			for k := 0; k < n; k++ {
-				s += math.Exp(x.val[base+k*inner] - m)
-			}
-			// Subtract the maximum first: x − m is exact for nearby
-			// values, whereas x − (m + log s) loses the low bits of
-			// log s when |m| is large.
-			ls, inv := math.Log(s), 1/s
-			for k := 0; k < n; k++ {
-				j := base + k*inner
-				if logOut {
-					y.val[j] = (x.val[j] - m) - ls
-				} else {
-					y.val[j] = math.Exp(x.val[j]-m) * inv
+	forOuter(outer, n*inner, func(o0, o1 int) {
+		for o := o0; o < o1; o++ {
+			for i := 0; i < inner; i++ {
+				base := o*n*inner + i
+				m := math.Inf(-1)
+				for k := 0; k < n; k++ {
+					m = max(m, x.val[base+k*inner])
+				}
+				s := 0.0
+				for k := 0; k < n; k++ {
+					s += math.Exp(x.val[base+k*inner] - m)
+				}
+				// Subtract the maximum first: x − m is exact for nearby
+				// values, whereas x − (m + log s) loses the low bits of
+				// log s when |m| is large.
+				ls, inv := math.Log(s), 1/s
+				for k := 0; k < n; k++ {
+					j := base + k*inner
+					if logOut {
+						y.val[j] = (x.val[j] - m) - ls
+					} else {
+						y.val[j] = math.Exp(x.val[j]-m) * inv
+					}
 				}
 			}
 		}
-	}
+	})
 	return y
 }
 
@@ -242,20 +251,22 @@ func backSoftmax(y *Var) {
 	}
 	outer, n, inner := axisDims(x.shape, y.axis)
 	g := x.gradBuf()
-	for o := 0; o < outer; o++ {
-		for i := 0; i < inner; i++ {
-			base := o*n*inner + i
-			dot := 0.0
-			for k := 0; k < n; k++ {
-				j := base + k*inner
-				dot += y.grad[j] * y.val[j]
-			}
-			for k := 0; k < n; k++ {
-				j := base + k*inner
-				g[j] += y.val[j] * (y.grad[j] - dot)
+	forOuter(outer, n*inner, func(o0, o1 int) {
+		for o := o0; o < o1; o++ {
+			for i := 0; i < inner; i++ {
+				base := o*n*inner + i
+				dot := 0.0
+				for k := 0; k < n; k++ {
+					j := base + k*inner
+					dot += y.grad[j] * y.val[j]
+				}
+				for k := 0; k < n; k++ {
+					j := base + k*inner
+					g[j] += y.val[j] * (y.grad[j] - dot)
+				}
 			}
 		}
-	}
+	})
 }
 
 func backLogSoftmax(y *Var) {
@@ -265,17 +276,42 @@ func backLogSoftmax(y *Var) {
 	}
 	outer, n, inner := axisDims(x.shape, y.axis)
 	g := x.gradBuf()
-	for o := 0; o < outer; o++ {
-		for i := 0; i < inner; i++ {
-			base := o*n*inner + i
-			sum := 0.0
-			for k := 0; k < n; k++ {
-				sum += y.grad[base+k*inner]
-			}
-			for k := 0; k < n; k++ {
-				j := base + k*inner
-				g[j] += y.grad[j] - math.Exp(y.val[j])*sum
+	forOuter(outer, n*inner, func(o0, o1 int) {
+		for o := o0; o < o1; o++ {
+			for i := 0; i < inner; i++ {
+				base := o*n*inner + i
+				sum := 0.0
+				for k := 0; k < n; k++ {
+					sum += y.grad[base+k*inner]
+				}
+				for k := 0; k < n; k++ {
+					j := base + k*inner
+					g[j] += y.grad[j] - math.Exp(y.val[j])*sum
+				}
 			}
 		}
+	})
+}
+
+// parRowEntries is the size, in entries, from which the row-wise ops
+// (LogSumExp, Softmax, LogSoftmax and the axis sums, and their adjoints)
+// split their rows over goroutines; below it the start-up costs more than
+// the work saved.
+const parRowEntries = 1 << 14
+
+// forOuter calls f(o0, o1) on blocks of the outer index 0 … outer−1 of a
+// row-wise op whose rows hold per entries each, on up to GOMAXPROCS
+// goroutines when the op is large. Each row is computed by one call in the
+// same order whatever the split, so the bits do not depend on GOMAXPROCS.
+func forOuter(outer, per int, f func(o0, o1 int)) {
+	workers := runtime.GOMAXPROCS(0)
+	if workers <= 1 || outer < 2 || outer*per < parRowEntries {
+		f(0, outer)
+		return
 	}
+	blocks := min(outer, 4*workers)
+	size := (outer + blocks - 1) / blocks
+	parallelFor((outer+size-1)/size, func(b int) {
+		f(b*size, min((b+1)*size, outer))
+	})
 }

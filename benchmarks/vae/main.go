@@ -85,8 +85,12 @@ func main() {
 	flag.Float64Var(&c.tau, "tau", 1, "temperature τ (the schedule's start; the floor is 0.5)")
 	flag.Float64Var(&c.tauPrior, "prior-tau", 0, "prior temperature for concrete and gumbel-space (0: τ)")
 	flag.IntVar(&c.warmup, "warmup", 1, "untimed rounds")
-	flag.IntVar(&c.rounds, "rounds", 6, "timed rounds")
-	flag.IntVar(&c.steps, "steps", 4, "steps per block (the first of each block is not timed)")
+	flag.IntVar(&c.rounds, "rounds", 10, "timed rounds")
+	// Blocks of 4 gave permlab medians from 13 to 20 ms at 2 threads on
+	// the 2-core development VM, blocks of 10 gave 12 to 15 ms, PyTorch
+	// 16 to 18 ms with either: after the other side's block, the Go side
+	// takes a few steps to reach the speed it keeps in a training loop.
+	flag.IntVar(&c.steps, "steps", 10, "steps per block, run back to back as in a training loop (the first of each block is not timed)")
 	flag.Uint64Var(&c.seed, "seed", 1, "seed of weights, images and noise")
 	flag.StringVar(&c.mnist, "mnist", "", "folder with t10k-images-idx3-ubyte.gz (default: synthetic binary images)")
 	flag.StringVar(&c.python, "python", "/usr/bin/python3", "Python interpreter with torch")
