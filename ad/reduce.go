@@ -98,33 +98,28 @@ func reduceAxis(op string, kind reduceKind, x *Var, axis int) *Var {
 	if kind == redMean && n > 0 {
 		y.s = 1 / float64(n)
 	}
-	forOuter(outer, n*inner, func(o0, o1 int) {
-		for o := o0; o < o1; o++ {
-			for i := 0; i < inner; i++ {
-				base := o*n*inner + i
-				if kind == redLSE {
-					m := math.Inf(-1)
-					for k := 0; k < n; k++ {
-						m = max(m, x.val[base+k*inner])
-					}
-					if math.IsInf(m, 0) {
-						y.val[o*inner+i] = m
-						continue
-					}
-					s := 0.0
-					for k := 0; k < n; k++ {
-						s += math.Exp(x.val[base+k*inner] - m)
-					}
-					y.val[o*inner+i] = m + math.Log(s)
-					continue
-				}
-				s := 0.0
-				for k := 0; k < n; k++ {
-					s += x.val[base+k*inner]
-				}
-				y.val[o*inner+i] = s * y.s
+	forRows(outer, n, inner, func(r, base int) {
+		if kind == redLSE {
+			m := math.Inf(-1)
+			for k := 0; k < n; k++ {
+				m = max(m, x.val[base+k*inner])
 			}
+			if math.IsInf(m, 0) {
+				y.val[r] = m
+				return
+			}
+			s := 0.0
+			for k := 0; k < n; k++ {
+				s += math.Exp(x.val[base+k*inner] - m)
+			}
+			y.val[r] = m + math.Log(s)
+			return
 		}
+		s := 0.0
+		for k := 0; k < n; k++ {
+			s += x.val[base+k*inner]
+		}
+		y.val[r] = s * y.s
 	})
 	return y
 }
@@ -175,19 +170,13 @@ func backLSE(y *Var) {
 	}
 	outer, n, inner := axisDims(x.shape, y.axis)
 	g := x.gradBuf()
-	forOuter(outer, n*inner, func(o0, o1 int) {
-		for o := o0; o < o1; o++ {
-			for i := 0; i < inner; i++ {
-				lse := y.val[o*inner+i]
-				d := y.grad[o*inner+i]
-				if math.IsInf(lse, -1) {
-					continue
-				}
-				base := o*n*inner + i
-				for k := 0; k < n; k++ {
-					g[base+k*inner] += d * math.Exp(x.val[base+k*inner]-lse)
-				}
-			}
+	forRows(outer, n, inner, func(r, base int) {
+		lse, d := y.val[r], y.grad[r]
+		if math.IsInf(lse, -1) {
+			return
+		}
+		for k := 0; k < n; k++ {
+			g[base+k*inner] += d * math.Exp(x.val[base+k*inner]-lse)
 		}
 	})
 }
@@ -214,30 +203,25 @@ func softmaxOp(op string, x *Var, axis int, logOut bool) *Var {
 	y := t.newOp(x.shape, back, x)
 	y.a = x
 	y.axis = ax
-	forOuter(outer, n*inner, func(o0, o1 int) {
-		for o := o0; o < o1; o++ {
-			for i := 0; i < inner; i++ {
-				base := o*n*inner + i
-				m := math.Inf(-1)
-				for k := 0; k < n; k++ {
-					m = max(m, x.val[base+k*inner])
-				}
-				s := 0.0
-				for k := 0; k < n; k++ {
-					s += math.Exp(x.val[base+k*inner] - m)
-				}
-				// Subtract the maximum first: x − m is exact for nearby
-				// values, whereas x − (m + log s) loses the low bits of
-				// log s when |m| is large.
-				ls, inv := math.Log(s), 1/s
-				for k := 0; k < n; k++ {
-					j := base + k*inner
-					if logOut {
-						y.val[j] = (x.val[j] - m) - ls
-					} else {
-						y.val[j] = math.Exp(x.val[j]-m) * inv
-					}
-				}
+	forRows(outer, n, inner, func(_, base int) {
+		m := math.Inf(-1)
+		for k := 0; k < n; k++ {
+			m = max(m, x.val[base+k*inner])
+		}
+		s := 0.0
+		for k := 0; k < n; k++ {
+			s += math.Exp(x.val[base+k*inner] - m)
+		}
+		// Subtract the maximum first: x − m is exact for nearby values,
+		// whereas x − (m + log s) loses the low bits of log s when |m| is
+		// large.
+		ls, inv := math.Log(s), 1/s
+		for k := 0; k < n; k++ {
+			j := base + k*inner
+			if logOut {
+				y.val[j] = (x.val[j] - m) - ls
+			} else {
+				y.val[j] = math.Exp(x.val[j]-m) * inv
 			}
 		}
 	})
@@ -251,20 +235,15 @@ func backSoftmax(y *Var) {
 	}
 	outer, n, inner := axisDims(x.shape, y.axis)
 	g := x.gradBuf()
-	forOuter(outer, n*inner, func(o0, o1 int) {
-		for o := o0; o < o1; o++ {
-			for i := 0; i < inner; i++ {
-				base := o*n*inner + i
-				dot := 0.0
-				for k := 0; k < n; k++ {
-					j := base + k*inner
-					dot += y.grad[j] * y.val[j]
-				}
-				for k := 0; k < n; k++ {
-					j := base + k*inner
-					g[j] += y.val[j] * (y.grad[j] - dot)
-				}
-			}
+	forRows(outer, n, inner, func(_, base int) {
+		dot := 0.0
+		for k := 0; k < n; k++ {
+			j := base + k*inner
+			dot += y.grad[j] * y.val[j]
+		}
+		for k := 0; k < n; k++ {
+			j := base + k*inner
+			g[j] += y.val[j] * (y.grad[j] - dot)
 		}
 	})
 }
@@ -276,19 +255,14 @@ func backLogSoftmax(y *Var) {
 	}
 	outer, n, inner := axisDims(x.shape, y.axis)
 	g := x.gradBuf()
-	forOuter(outer, n*inner, func(o0, o1 int) {
-		for o := o0; o < o1; o++ {
-			for i := 0; i < inner; i++ {
-				base := o*n*inner + i
-				sum := 0.0
-				for k := 0; k < n; k++ {
-					sum += y.grad[base+k*inner]
-				}
-				for k := 0; k < n; k++ {
-					j := base + k*inner
-					g[j] += y.grad[j] - math.Exp(y.val[j])*sum
-				}
-			}
+	forRows(outer, n, inner, func(_, base int) {
+		sum := 0.0
+		for k := 0; k < n; k++ {
+			sum += y.grad[base+k*inner]
+		}
+		for k := 0; k < n; k++ {
+			j := base + k*inner
+			g[j] += y.grad[j] - math.Exp(y.val[j])*sum
 		}
 	})
 }
@@ -299,19 +273,28 @@ func backLogSoftmax(y *Var) {
 // the work saved.
 const parRowEntries = 1 << 14
 
-// forOuter calls f(o0, o1) on blocks of the outer index 0 … outer−1 of a
-// row-wise op whose rows hold per entries each, on up to GOMAXPROCS
-// goroutines when the op is large. Each row is computed by one call in the
-// same order whatever the split, so the bits do not depend on GOMAXPROCS.
-func forOuter(outer, per int, f func(o0, o1 int)) {
+// forRows calls f(r, base) for every row of a row-wise op along an axis of
+// length n with outer slices before it and inner entries after it: row
+// r = o·inner + i (the index of its reduced value) holds the entries
+// base + k·inner, k = 0 … n−1, with base = o·n·inner + i. Large ops split
+// their outer slices over up to GOMAXPROCS goroutines; each row is still
+// computed by one call, so the bits do not depend on GOMAXPROCS.
+func forRows(outer, n, inner int, f func(r, base int)) {
+	rows := func(o0, o1 int) {
+		for o := o0; o < o1; o++ {
+			for i := range inner {
+				f(o*inner+i, o*n*inner+i)
+			}
+		}
+	}
 	workers := runtime.GOMAXPROCS(0)
-	if workers <= 1 || outer < 2 || outer*per < parRowEntries {
-		f(0, outer)
+	if workers <= 1 || outer < 2 || outer*n*inner < parRowEntries {
+		rows(0, outer)
 		return
 	}
 	blocks := min(outer, 4*workers)
 	size := (outer + blocks - 1) / blocks
 	parallelFor((outer+size-1)/size, func(b int) {
-		f(b*size, min((b+1)*size, outer))
+		rows(b*size, min((b+1)*size, outer))
 	})
 }

@@ -11,7 +11,7 @@ import (
 )
 
 // rowOps are the row-wise ops that split large inputs over goroutines
-// (forOuter).
+// (forRows).
 var rowOps = []struct {
 	name string
 	f    func(x *Var, axis int) *Var
