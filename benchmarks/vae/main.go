@@ -86,10 +86,10 @@ func main() {
 	flag.Float64Var(&c.tauPrior, "prior-tau", 0, "prior temperature for concrete and gumbel-space (0: τ)")
 	flag.IntVar(&c.warmup, "warmup", 1, "untimed rounds")
 	flag.IntVar(&c.rounds, "rounds", 10, "timed rounds")
-	// Blocks of 4 gave permlab medians from 13 to 20 ms at 2 threads on
-	// the 2-core development VM, blocks of 10 gave 12 to 15 ms, PyTorch
-	// 16 to 18 ms with either: after the other side's block, the Go side
-	// takes a few steps to reach the speed it keeps in a training loop.
+	// Blocks of 10, not 4: after the other side's block the Go side takes
+	// a few steps to reach the speed it keeps in a training loop, and with
+	// blocks of 4 its medians jumped from run to run while PyTorch's did
+	// not (results/threads2.md holds both settings from one session).
 	flag.IntVar(&c.steps, "steps", 10, "steps per block, run back to back as in a training loop (the first of each block is not timed)")
 	flag.Uint64Var(&c.seed, "seed", 1, "seed of weights, images and noise")
 	flag.StringVar(&c.mnist, "mnist", "", "folder with t10k-images-idx3-ubyte.gz (default: synthetic binary images)")
