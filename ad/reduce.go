@@ -280,21 +280,25 @@ const parRowEntries = 1 << 14
 // their outer slices over up to GOMAXPROCS goroutines; each row is still
 // computed by one call, so the bits do not depend on GOMAXPROCS.
 func forRows(outer, n, inner int, f func(r, base int)) {
-	rows := func(o0, o1 int) {
-		for o := o0; o < o1; o++ {
-			for i := range inner {
-				f(o*inner+i, o*n*inner+i)
-			}
-		}
-	}
 	workers := runtime.GOMAXPROCS(0)
 	if workers <= 1 || outer < 2 || outer*n*inner < parRowEntries {
-		rows(0, outer)
+		// No closure on this path: small ops run every step of a
+		// training loop, and its allocation would show.
+		walkRows(0, outer, n, inner, f)
 		return
 	}
 	blocks := min(outer, 4*workers)
 	size := (outer + blocks - 1) / blocks
 	parallelFor((outer+size-1)/size, func(b int) {
-		rows(b*size, min((b+1)*size, outer))
+		walkRows(b*size, min((b+1)*size, outer), n, inner, f)
 	})
+}
+
+// walkRows calls f on the rows of outer slices o0 … o1−1 (see forRows).
+func walkRows(o0, o1, n, inner int, f func(r, base int)) {
+	for o := o0; o < o1; o++ {
+		for i := range inner {
+			f(o*inner+i, o*n*inner+i)
+		}
+	}
 }
