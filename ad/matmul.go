@@ -254,24 +254,36 @@ func batchParallel(batch, mulAdds int) bool {
 // Large products run in parallel; the result is the same, bit for bit,
 // whatever GOMAXPROCS is.
 func MatMul(a, b *Var) *Var {
+	return matMul("MatMul", a, b, &gemm64, backMatMul)
+}
+
+// gemmSet holds the three products of a matrix product and its adjoints,
+// c = a·b, a·bᵀ and aᵀ·b, in one precision.
+type gemmSet struct {
+	nn, nt, tn func(m, n, k int, a, b, c []float64, acc, par bool)
+}
+
+var gemm64 = gemmSet{nn: gemmNN, nt: gemmNT, tn: gemmTN}
+
+func matMul(op string, a, b *Var, g *gemmSet, back func(*Var)) *Var {
 	t := tapeOf(a, b)
-	if t == nil || !t.check("MatMul", a, b) {
+	if t == nil || !t.check(op, a, b) {
 		return deadOf(t)
 	}
 	ra, rb := len(a.shape), len(b.shape)
 	if ra < 2 || rb < 2 || ra > 3 || rb > 3 {
-		return t.failf("MatMul: want rank-2 or rank-3 operands, got shapes %v and %v", a.shape, b.shape)
+		return t.failf("%s: want rank-2 or rank-3 operands, got shapes %v and %v", op, a.shape, b.shape)
 	}
 	m, k := a.shape[ra-2], a.shape[ra-1]
 	k2, n := b.shape[rb-2], b.shape[rb-1]
 	if k != k2 {
-		return t.failf("MatMul: inner dimensions differ: %v · %v", a.shape, b.shape)
+		return t.failf("%s: inner dimensions differ: %v · %v", op, a.shape, b.shape)
 	}
 	batch := 1
 	switch {
 	case ra == 3 && rb == 3:
 		if a.shape[0] != b.shape[0] {
-			return t.failf("MatMul: batch sizes differ: %v · %v", a.shape, b.shape)
+			return t.failf("%s: batch sizes differ: %v · %v", op, a.shape, b.shape)
 		}
 		batch = a.shape[0]
 	case ra == 3:
@@ -285,18 +297,18 @@ func MatMul(a, b *Var) *Var {
 	} else {
 		shape = []int{batch, m, n}
 	}
-	y := t.newOp(shape, backMatMul, a, b)
+	y := t.newOp(shape, back, a, b)
 	y.a, y.b = a, b
 	y.axis = batch
-	matmulForward(a, b, y, batch, m, n, k)
+	matmulForward(g, a, b, y, batch, m, n, k)
 	return y
 }
 
-func matmulForward(a, b, y *Var, batch, m, n, k int) {
+func matmulForward(g *gemmSet, a, b, y *Var, batch, m, n, k int) {
 	ra, rb := len(a.shape), len(b.shape)
 	if rb == 2 {
 		// (B·m, k)·(k, n) in one product.
-		gemmNN(batch*m, n, k, a.val, b.val, y.val, false, true)
+		g.nn(batch*m, n, k, a.val, b.val, y.val, false, true)
 		return
 	}
 	par := batchParallel(batch, m*n*k)
@@ -305,7 +317,7 @@ func matmulForward(a, b, y *Var, batch, m, n, k int) {
 		if ra == 3 {
 			ap = a.val[p*m*k : (p+1)*m*k]
 		}
-		gemmNN(m, n, k, ap, b.val[p*k*n:(p+1)*k*n], y.val[p*m*n:(p+1)*m*n], false, !par)
+		g.nn(m, n, k, ap, b.val[p*k*n:(p+1)*k*n], y.val[p*m*n:(p+1)*m*n], false, !par)
 	})
 }
 
@@ -320,7 +332,9 @@ func perBatch(batch int, par bool, f func(p int)) {
 	}
 }
 
-func backMatMul(y *Var) {
+func backMatMul(y *Var) { backMatMulWith(&gemm64, y) }
+
+func backMatMulWith(gs *gemmSet, y *Var) {
 	a, b := y.a, y.b
 	batch := y.axis
 	ra, rb := len(a.shape), len(b.shape)
@@ -333,11 +347,11 @@ func backMatMul(y *Var) {
 		// (gradOut), with the same bits.
 		if a.needGrad {
 			ga, acc := a.gradOut()
-			gemmNT(batch*m, k, n, g, b.val, ga, acc, true)
+			gs.nt(batch*m, k, n, g, b.val, ga, acc, true)
 		}
 		if b.needGrad {
 			gb, acc := b.gradOut()
-			gemmTN(k, n, batch*m, a.val, g, gb, acc, true)
+			gs.tn(k, n, batch*m, a.val, g, gb, acc, true)
 		}
 		return
 	}
@@ -347,14 +361,14 @@ func backMatMul(y *Var) {
 		if ra == 2 {
 			// ā = Σ_p ȳ_p·b_pᵀ, accumulated in batch order.
 			for p := range batch {
-				gemmNT(m, k, n, g[p*m*n:(p+1)*m*n], b.val[p*k*n:(p+1)*k*n], ga, acc || p > 0, true)
+				gs.nt(m, k, n, g[p*m*n:(p+1)*m*n], b.val[p*k*n:(p+1)*k*n], ga, acc || p > 0, true)
 			}
 			if batch == 0 && !acc {
 				clear(ga)
 			}
 		} else {
 			perBatch(batch, par, func(p int) {
-				gemmNT(m, k, n, g[p*m*n:(p+1)*m*n], b.val[p*k*n:(p+1)*k*n], ga[p*m*k:(p+1)*m*k], acc, !par)
+				gs.nt(m, k, n, g[p*m*n:(p+1)*m*n], b.val[p*k*n:(p+1)*k*n], ga[p*m*k:(p+1)*m*k], acc, !par)
 			})
 		}
 	}
@@ -365,7 +379,7 @@ func backMatMul(y *Var) {
 			if ra == 3 {
 				ap = a.val[p*m*k : (p+1)*m*k]
 			}
-			gemmTN(k, n, m, ap, g[p*m*n:(p+1)*m*n], gb[p*k*n:(p+1)*k*n], acc, !par)
+			gs.tn(k, n, m, ap, g[p*m*n:(p+1)*m*n], gb[p*k*n:(p+1)*k*n], acc, !par)
 		})
 	}
 }

@@ -100,11 +100,12 @@ func TestMatMulGradientsLarge(t *testing.T) {
 }
 
 // matmulBits returns the bits of a·b and of both adjoints for the loss
-// Σ w ⊙ (a·b) with fixed weights w.
-func matmulBits(a, b, w *Tensor) []uint64 {
+// Σ w ⊙ (a·b) with fixed weights w, the product taken by op (MatMul or
+// MatMul32).
+func matmulBits(op func(a, b *Var) *Var, a, b, w *Tensor) []uint64 {
 	tp := NewTape()
 	va, vb := tp.Variable(a), tp.Variable(b)
-	y := MatMul(va, vb)
+	y := op(va, vb)
 	if err := tp.Backward(Sum(Mul(y, tp.Const(w)))); err != nil {
 		panic(err)
 	}
@@ -140,15 +141,20 @@ func TestMatMulIndependentOfGOMAXPROCS(t *testing.T) {
 		a := randTensor(rng, -1, 1, c.a...)
 		b := randTensor(rng, -1, 1, c.b...)
 		w := randTensor(rng, -1, 1, naiveShape(c.a, c.b)...)
-		var ref []uint64
-		for _, procs := range []int{1, 4, 3} {
-			runtime.GOMAXPROCS(procs)
-			got := matmulBits(a, b, w)
-			if ref == nil {
-				ref = got
-				continue
+		for _, op := range []struct {
+			name string
+			f    func(a, b *Var) *Var
+		}{{"MatMul", MatMul}, {"MatMul32", MatMul32}} {
+			var ref []uint64
+			for _, procs := range []int{1, 4, 3} {
+				runtime.GOMAXPROCS(procs)
+				got := matmulBits(op.f, a, b, w)
+				if ref == nil {
+					ref = got
+					continue
+				}
+				require.Equal(t, ref, got, fmt.Sprintf("%s %s: GOMAXPROCS=%d differs from GOMAXPROCS=1", op.name, c.name, procs))
 			}
-			require.Equal(t, ref, got, fmt.Sprintf("%s: GOMAXPROCS=%d differs from GOMAXPROCS=1", c.name, procs))
 		}
 	}
 }

@@ -1,0 +1,217 @@
+package f32
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+)
+
+// paths runs f on the assembly path (where the CPU has it) and on the Go
+// loop.
+func paths(t *testing.T, f func(t *testing.T)) {
+	saved := useAsm
+	defer func() { useAsm = saved }()
+	for _, asm := range []bool{true, false} {
+		if asm && !hasAsm {
+			continue
+		}
+		useAsm = asm
+		t.Run(fmt.Sprintf("asm=%v", asm), f)
+	}
+}
+
+func randVec(rng *rand.Rand, n int) []float64 {
+	v := make([]float64, n)
+	for i := range v {
+		v[i] = rng.NormFloat64()
+	}
+	return v
+}
+
+// shapes (m, k, n) cover full and partial row blocks and panels, k = 0
+// and 1, and the VAE's layer shapes.
+var shapes = [][3]int{
+	{0, 3, 4}, {1, 0, 5}, {1, 1, 1}, {5, 7, 15}, {6, 4, 16}, {7, 9, 17},
+	{12, 33, 32}, {13, 64, 47}, {100, 200, 256}, {100, 784, 40},
+}
+
+// product packs a (m×k) and b (k×n) and returns c after Gemm over all
+// blocks and panels, starting from c0.
+func product(m, k, n int, a, b []float64, c0 []float64, acc bool) []float64 {
+	l := PrepareLeft(nil, m, k)
+	PackLeft(l, a, 0, l.Blocks())
+	p := Prepare(nil, k, n)
+	PackPanels(p, b, 0, p.Panels())
+	c := append([]float64(nil), c0...)
+	Gemm(l, 0, l.Blocks(), p, 0, p.Panels(), c, acc)
+	return c
+}
+
+// TestGemmError checks every entry against the exact product of the
+// float32-rounded inputs: a float32 sum of k fused products is within
+// (k+1)·2⁻²⁴·Σ|a||b| of it (the usual bound γ_k, with room for the
+// final conversion), plus, with acc, the float64 rounding of the sum.
+// Without acc every entry must be a float32 value, which a float64 sum
+// would not give.
+func TestGemmError(t *testing.T) {
+	paths(t, func(t *testing.T) {
+		rng := rand.New(rand.NewPCG(3, 4))
+		for _, s := range shapes {
+			m, k, n := s[0], s[1], s[2]
+			a, b := randVec(rng, m*k), randVec(rng, k*n)
+			old := randVec(rng, m*n)
+			for _, acc := range []bool{false, true} {
+				c := product(m, k, n, a, b, old, acc)
+				for i := range m {
+					for j := range n {
+						exact, abs := 0.0, 0.0
+						for p := range k {
+							x := float64(float32(a[i*k+p])) * float64(float32(b[p*n+j]))
+							exact += x
+							abs += math.Abs(x)
+						}
+						got := c[i*n+j]
+						bound := float64(k+1) * 0x1p-24 * abs
+						if acc {
+							exact += old[i*n+j]
+							bound += 0x1p-52 * (math.Abs(exact) + abs)
+						} else if float64(float32(got)) != got {
+							t.Fatalf("%v: c[%d,%d] = %v is not a float32", s, i, j, got)
+						}
+						if math.Abs(got-exact) > bound {
+							t.Fatalf("%v acc=%v: c[%d,%d] = %v, exact %v, error %g > bound %g",
+								s, acc, i, j, got, exact, math.Abs(got-exact), bound)
+						}
+					}
+				}
+			}
+		}
+	})
+}
+
+// TestGemmSplitBits checks that computing a product in pieces (ranges of
+// row blocks and panels, in any order) gives the bits of one call.
+func TestGemmSplitBits(t *testing.T) {
+	paths(t, func(t *testing.T) {
+		rng := rand.New(rand.NewPCG(5, 6))
+		m, k, n := 41, 70, 83
+		a, b := randVec(rng, m*k), randVec(rng, k*n)
+		old := randVec(rng, m*n)
+		for _, acc := range []bool{false, true} {
+			want := product(m, k, n, a, b, old, acc)
+			l := PrepareLeft(nil, m, k)
+			p := Prepare(nil, k, n)
+			// Pack and multiply in pieces, last pieces first.
+			for blk := l.Blocks() - 1; blk >= 0; blk-- {
+				PackLeft(l, a, blk, blk+1)
+			}
+			PackPanels(p, b, 3, p.Panels())
+			PackPanels(p, b, 0, 3)
+			c := append([]float64(nil), old...)
+			Gemm(l, 4, l.Blocks(), p, 2, p.Panels(), c, acc)
+			Gemm(l, 0, 4, p, 2, p.Panels(), c, acc)
+			Gemm(l, 2, l.Blocks(), p, 0, 2, c, acc)
+			Gemm(l, 0, 2, p, 0, 2, c, acc)
+			for i := range c {
+				if math.Float64bits(c[i]) != math.Float64bits(want[i]) {
+					t.Fatalf("acc=%v: entry %d = %v in pieces, %v in one call", acc, i, c[i], want[i])
+				}
+			}
+		}
+	})
+}
+
+// TestPackPadding checks the packed layout, with storage reused from a
+// larger matrix of other values: rounded entries in place, zeros past the
+// edges (so edge tiles add nothing).
+func TestPackPadding(t *testing.T) {
+	paths(t, func(t *testing.T) {
+		rng := rand.New(rand.NewPCG(7, 8))
+		for _, s := range [][3]int{{7, 9, 17}, {13, 5, 48}, {1, 33, 70}} {
+			l := PrepareLeft(nil, 20, 40)
+			PackLeft(l, randVec(rng, 800), 0, l.Blocks())
+			p := Prepare(nil, 40, 80)
+			PackPanels(p, randVec(rng, 3200), 0, p.Panels())
+			m, k, n := s[0], s[1], s[2]
+			a, b := randVec(rng, m*k), randVec(rng, k*n)
+			l = PrepareLeft(l, m, k)
+			PackLeft(l, a, 0, l.Blocks())
+			p = Prepare(p, k, n)
+			PackPanels(p, b, 0, p.Panels())
+			for i := range l.Blocks() * rowBlock {
+				for q := range k {
+					got, want := l.data[i*k+q], float32(0)
+					if i < m {
+						want = float32(a[i*k+q])
+					}
+					if got != want {
+						t.Fatalf("%v: left row %d column %d = %v, want %v", s, i, q, got, want)
+					}
+				}
+			}
+			for q := range p.Panels() {
+				for r := range k {
+					for j := range panelWidth {
+						got, want := p.panels[(q*k+r)*panelWidth+j], float32(0)
+						if c := q*panelWidth + j; c < n {
+							want = float32(b[r*n+c])
+						}
+						if got != want {
+							t.Fatalf("%v: panel %d row %d column %d = %v, want %v", s, q, r, j, got, want)
+						}
+					}
+				}
+			}
+		}
+	})
+}
+
+func TestPanics(t *testing.T) {
+	l := PrepareLeft(nil, 7, 3)
+	p := Prepare(nil, 3, 5)
+	for name, f := range map[string]func(){
+		"PackLeft length":   func() { PackLeft(l, make([]float64, 20), 0, 1) },
+		"PackLeft range":    func() { PackLeft(l, make([]float64, 21), 0, 3) },
+		"PackPanels length": func() { PackPanels(p, make([]float64, 14), 0, 1) },
+		"PackPanels range":  func() { PackPanels(p, make([]float64, 15), 1, 0) },
+		"Round":             func() { Round(make([]float32, 3), make([]float64, 4)) },
+		"Gemm inner":        func() { Gemm(l, 0, 1, Prepare(nil, 4, 5), 0, 1, make([]float64, 35), false) },
+		"Gemm c":            func() { Gemm(l, 0, 1, p, 0, 1, make([]float64, 34), false) },
+		"Gemm blocks":       func() { Gemm(l, 0, 3, p, 0, 1, make([]float64, 35), false) },
+		"PrepareLeft":       func() { PrepareLeft(nil, -1, 2) },
+	} {
+		func() {
+			defer func() {
+				if recover() == nil {
+					t.Errorf("%s: no panic", name)
+				}
+			}()
+			f()
+		}()
+	}
+}
+
+// BenchmarkGemm times the first encoder layer of the VAE, (100, 784) ·
+// (784, 512), with both factors packed from float64 in every iteration.
+func BenchmarkGemm(b *testing.B) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	for _, s := range [][3]int{{100, 784, 512}, {100, 512, 256}, {512, 100, 256}} {
+		m, k, n := s[0], s[1], s[2]
+		a, bb := randVec(rng, m*k), randVec(rng, k*n)
+		c := make([]float64, m*n)
+		var l *Left
+		var p *Packed
+		b.Run(fmt.Sprintf("%dx%dx%d", m, k, n), func(b *testing.B) {
+			b.SetBytes(0)
+			for b.Loop() {
+				l = PrepareLeft(l, m, k)
+				PackLeft(l, a, 0, l.Blocks())
+				p = Prepare(p, k, n)
+				PackPanels(p, bb, 0, p.Panels())
+				Gemm(l, 0, l.Blocks(), p, 0, p.Panels(), c, false)
+			}
+			b.ReportMetric(2*float64(m*k*n)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+		})
+	}
+}
