@@ -224,7 +224,7 @@ func TestNetworkGradient(t *testing.T) {
 	require.NoError(t, ad.CheckGradient(func(tp *ad.Tape, v []*ad.Var) *ad.Var {
 		h := ELU{}.Forward(tp, conv2d(tp, &g, v[0], v[1], v[2]))
 		h = Flatten{}.Forward(tp, MaxPool2D{Size: 2}.Forward(tp, h))
-		return CrossEntropy(dense(h, v[3], v[4]), labels)
+		return CrossEntropy(dense(h, v[3], v[4], Float64), labels)
 	}, x, cw, cb, dw, db))
 }
 

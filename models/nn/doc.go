@@ -62,6 +62,19 @@
 // and then across chunks in order), so outputs and gradients are the same,
 // bit for bit, whatever GOMAXPROCS is.
 //
+// # Precision
+//
+// A Dense layer multiplies in float64 by default. With Precision Float32
+// (the WithPrecision option, or the field) its product x·W and the
+// product's adjoints run in float32 (ad.MatMul32): inputs rounded to
+// float32, float32 sums of fused multiply-adds, results back in float64.
+// Everything else (activations, losses, gradients outside the products,
+// the parameters Adam updates) stays float64, so the saved parameters and
+// their file format do not depend on it. On CPUs with AVX2 and FMA a
+// float32 product runs at twice the float64 rate; the categorical VAE's
+// training step (models/vae) is about 1.35 times faster on one core. The
+// bits are still independent of GOMAXPROCS.
+//
 // # Parameter files
 //
 // Save writes a list of parameters in a small binary format, version 1,

@@ -39,7 +39,7 @@ func TestDenseGradient(t *testing.T) {
 		x := randTensor(rng, shape...)
 		w, b := randTensor(rng, 4, 6), randTensor(rng, 6)
 		require.NoError(t, ad.CheckGradient(func(_ *ad.Tape, v []*ad.Var) *ad.Var {
-			return dense(v[0], v[1], v[2])
+			return dense(v[0], v[1], v[2], Float64)
 		}, x, w, b), "input shape %v", shape)
 	}
 }
@@ -173,8 +173,8 @@ func TestSequentialAndCollect(t *testing.T) {
 	assert.Equal(t, []int{5, 2}, y.Shape())
 	// The same map by hand.
 	tp2 := ad.NewTape()
-	h := ad.Tanh(dense(tp2.Const(&ad.Tensor{Shape: []int{5, 4}, Data: x.Data}), tp2.Param(d1.W), tp2.Param(d1.B)))
-	want := dense(h, tp2.Param(d2.W), nil)
+	h := ad.Tanh(dense(tp2.Const(&ad.Tensor{Shape: []int{5, 4}, Data: x.Data}), tp2.Param(d1.W), tp2.Param(d1.B), Float64))
+	want := dense(h, tp2.Param(d2.W), nil, Float64)
 	assert.Equal(t, want.Value(), y.Value())
 }
 
@@ -217,4 +217,58 @@ func TestInitDistributions(t *testing.T) {
 	require.NoError(t, Zero.Fill(nil, z, 0, 0))
 	assert.Equal(t, []float64{0, 0}, z)
 	assert.Equal(t, "Init(9)", Init(9).String())
+}
+
+// TestDenseFloat32 checks a Float32 layer: its gradients by central
+// differences (the layer is affine in each input, so a large step is exact
+// but for float32 rounding), its output against the Float64 layer's, and
+// the option and field that select it.
+func TestDenseFloat32(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 9))
+	for _, shape := range [][]int{{4}, {5, 4}, {2, 3, 4}, {2, 2, 3, 4}} {
+		x := randTensor(rng, shape...)
+		w, b := randTensor(rng, 4, 6), randTensor(rng, 6)
+		require.NoError(t, ad.GradCheck{Step: 0.5, Tol: 1e-4}.Check(func(_ *ad.Tape, v []*ad.Var) *ad.Var {
+			return dense(v[0], v[1], v[2], Float32)
+		}, x, w, b), "input shape %v", shape)
+	}
+	d, err := NewDense(rand.New(rand.NewPCG(2, 2)), "fc", 300, 40, HeUniform, WithPrecision(Float32))
+	require.NoError(t, err)
+	require.Equal(t, Float32, d.Precision)
+	x := randTensor(rng, 50, 300)
+	forward := func() []float64 {
+		tp := ad.NewTape()
+		y := d.Forward(tp, tp.Const(x))
+		require.NoError(t, tp.Err())
+		return append([]float64(nil), y.Value()...)
+	}
+	y32 := forward()
+	d.Precision = Float64
+	y64 := forward()
+	differ := 0
+	for i := range y64 {
+		// |x| < 2 and |W| ≤ √(6/300): Σ|x||W| < 300·2·0.15 = 90.
+		require.InDelta(t, y64[i], y32[i], 302*0x1p-24*90, "entry %d", i)
+		if y32[i] != y64[i] {
+			differ++
+		}
+	}
+	require.Positive(t, differ, "the Float32 layer gave the Float64 layer's bits")
+
+	d.Precision = Precision(7)
+	tp := ad.NewTape()
+	d.Forward(tp, tp.Const(x))
+	require.ErrorContains(t, tp.Err(), "unknown Precision(7)")
+	_, err = NewDense(rng, "fc", 3, 2, HeUniform, WithPrecision(Precision(-1)))
+	require.ErrorContains(t, err, "unknown Precision(-1)")
+
+	for _, p := range []Precision{Float64, Float32} {
+		b, err := p.MarshalText()
+		require.NoError(t, err)
+		var q Precision
+		require.NoError(t, q.UnmarshalText(b))
+		require.Equal(t, p, q)
+	}
+	_, err = ParsePrecision("float16")
+	require.ErrorContains(t, err, `unknown precision "float16"`)
 }
