@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/permlab/permlab/ad"
+	"github.com/permlab/permlab/models/nn"
 	"github.com/permlab/permlab/models/vae"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -27,7 +28,7 @@ func quickConfig() config {
 
 func quickProblem(t testing.TB, e vae.Estimator) *problem {
 	c := quickConfig()
-	p, err := newProblem(e, c.batch, c.tau, c.tauPrior, c.mnist, c.seed)
+	p, err := newProblem(e, c.batch, c.tau, c.tauPrior, c.mnist, c.seed, c.precision)
 	require.NoError(t, err)
 	return p
 }
@@ -204,12 +205,12 @@ func TestEveryEstimatorStartsAlike(t *testing.T) {
 }
 
 func TestPriorTempDefaultsToTau(t *testing.T) {
-	p, err := newProblem(vae.Concrete, 2, 0.8, 0, "", 1)
+	p, err := newProblem(vae.Concrete, 2, 0.8, 0, "", 1, nn.Float64)
 	require.NoError(t, err)
 	assert.Equal(t, 0.8, p.tauPrior)
-	_, err = newProblem(vae.Concrete, 0, 1, 0, "", 1)
+	_, err = newProblem(vae.Concrete, 0, 1, 0, "", 1, nn.Float64)
 	assert.Error(t, err)
-	_, err = newProblem(vae.Concrete, 2, 0, 0, "", 1)
+	_, err = newProblem(vae.Concrete, 2, 0, 0, "", 1, nn.Float64)
 	assert.Error(t, err)
 }
 
@@ -218,7 +219,7 @@ func TestImagesFromMNIST(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dir, "t10k-images-idx3-ubyte.gz")); err != nil {
 		t.Skipf("MNIST not found in %s: %v", dir, err)
 	}
-	p, err := newProblem(vae.GumbelSoftmax, 5, 1, 0, dir, 1)
+	p, err := newProblem(vae.GumbelSoftmax, 5, 1, 0, dir, 1, nn.Float64)
 	require.NoError(t, err)
 	assert.Contains(t, p.source, "MNIST")
 	on := 0.0
@@ -229,7 +230,7 @@ func TestImagesFromMNIST(t *testing.T) {
 	// Digits cover about a seventh of the image.
 	frac := on / float64(len(p.x.Data))
 	assert.True(t, frac > 0.05 && frac < 0.3, "fraction of pixels on %v", frac)
-	_, err = newProblem(vae.GumbelSoftmax, 5, 1, 0, t.TempDir(), 1)
+	_, err = newProblem(vae.GumbelSoftmax, 5, 1, 0, t.TempDir(), 1, nn.Float64)
 	assert.Error(t, err)
 }
 
@@ -310,6 +311,23 @@ func TestRunAgainstTorch(t *testing.T) {
 	assert.NotContains(t, s, "| – |")
 }
 
+// TestRunAgainstTorchFloat32 runs the float32 comparison: permlab's
+// products in float32 against PyTorch in float32, checked to tolerance32.
+func TestRunAgainstTorchFloat32(t *testing.T) {
+	c := quickConfig()
+	c.precision = nn.Float32
+	needTorch(t, c)
+	var out bytes.Buffer
+	require.NoError(t, run(c, &out))
+	s := out.String()
+	t.Log("\n" + s)
+	assert.Contains(t, s, "PyTorch: everything float32")
+	for _, e := range allEstimators {
+		assert.Contains(t, s, e.String()+": agreement: loss")
+	}
+	assert.Contains(t, s, "weights after Adam not checked")
+}
+
 func TestCheckCatchesDisagreement(t *testing.T) {
 	// The check is not vacuous: one weight moved by 1e-6 on the Go side
 	// only is caught.
@@ -331,7 +349,7 @@ func TestCheckCatchesDisagreement(t *testing.T) {
 func BenchmarkStep(b *testing.B) {
 	for _, e := range allEstimators {
 		b.Run(e.String(), func(b *testing.B) {
-			p, err := newProblem(e, 100, 1, 0, "", 1)
+			p, err := newProblem(e, 100, 1, 0, "", 1, nn.Float64)
 			require.NoError(b, err)
 			for b.Loop() {
 				if _, err := p.trainStep(); err != nil {

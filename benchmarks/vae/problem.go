@@ -12,6 +12,7 @@ import (
 	"github.com/permlab/permlab/benchmarks/internal/harness"
 	"github.com/permlab/permlab/dataset"
 	"github.com/permlab/permlab/dist"
+	"github.com/permlab/permlab/models/nn"
 	"github.com/permlab/permlab/models/vae"
 )
 
@@ -56,7 +57,7 @@ const flopNote = `FLOPs per step are counted as 2 per multiply-add of the six de
 // mnist is not empty, and b synthetic images of independent
 // Bernoulli(1/2) pixels otherwise (the time of a step does not depend on
 // the pixel values).
-func newProblem(est vae.Estimator, b int, tau, tauPrior float64, mnist string, seed uint64) (*problem, error) {
+func newProblem(est vae.Estimator, b int, tau, tauPrior float64, mnist string, seed uint64, prec nn.Precision) (*problem, error) {
 	if b < 1 {
 		return nil, fmt.Errorf("batch %d must be >= 1", b)
 	}
@@ -64,7 +65,7 @@ func newProblem(est vae.Estimator, b int, tau, tauPrior float64, mnist string, s
 		return nil, fmt.Errorf("temperature %v must be > 0", tau)
 	}
 	cfg := vae.DefaultConfig()
-	cfg.Estimator, cfg.PriorTemp = est, tauPrior
+	cfg.Estimator, cfg.PriorTemp, cfg.Precision = est, tauPrior, prec
 	rng := rand.New(rand.NewPCG(seed, streamWeights))
 	m, err := vae.New(cfg, rng)
 	if err != nil {
@@ -185,7 +186,7 @@ func writeProblem(dir string, p *problem, ests []vae.Estimator, threads int) err
 	h := map[string]any{
 		"input": p.cfg.Input, "latents": p.cfg.Latents, "classes": p.cfg.Classes, "hidden": p.cfg.Hidden,
 		"tau": p.tau, "tau_prior": p.tauPrior, "lr": p.lr, "threads": threads, "estimators": names,
-		"params": params, "inputs": inputs,
+		"params": params, "inputs": inputs, "dtype": p.cfg.Precision.String(),
 	}
 	b, err := json.MarshalIndent(h, "", "  ")
 	if err != nil {

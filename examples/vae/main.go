@@ -72,6 +72,7 @@ Flags:
 type options struct {
 	mnist, estimator, out string
 	evalSplit, report     string
+	precision             string
 	epochs, batch         int
 	seed, evalSeed        uint64
 	lr, priorTemp         float64
@@ -106,6 +107,7 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.StringVar(&o.evalSplit, "eval-split", "test", "final evaluation on the \"test\" set or, for tuning, on the \"validation\" images")
 	fs.IntVar(&o.valN, "val-n", 1000, "validation images for the per-epoch −ELBO")
 	fs.IntVar(&o.trainN, "train-n", 50000, "train on the first train-n of the 50,000 training images (for quick checks)")
+	fs.StringVar(&o.precision, "precision", "float64", "arithmetic of the dense layers' matrix products: float64, or float32 (about 1.4 times faster per step on one core; parameters and everything else stay float64)")
 	fs.StringVar(&o.report, "report", "", "print the Markdown tables of the summary.json files under this folder and exit (trains nothing)")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
@@ -124,6 +126,9 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	}
 	if o.evalSplit != "test" && o.evalSplit != "validation" {
 		return nil, fmt.Errorf("-eval-split %q: want test or validation", o.evalSplit)
+	}
+	if _, err := nn.ParsePrecision(o.precision); err != nil {
+		return nil, fmt.Errorf("-precision: %w", err)
 	}
 	return o, nil
 }
@@ -204,6 +209,10 @@ type runInfo struct {
 	Seed      uint64     `json:"seed"`
 	TrainN    int        `json:"train_images"`
 	ValN      int        `json:"val_images"`
+	// Precision is "float32" for a run with float32 products, and empty
+	// (absent) for float64, so that run.json files written before the
+	// option existed still match their float64 runs.
+	Precision string `json:"precision,omitempty"`
 }
 
 // prepareCheckpoint decides whether the run in dir resumes. With no
@@ -239,15 +248,28 @@ func prepareCheckpoint(dir string, info runInfo) (bool, error) {
 	if err := json.Unmarshal(want, &exp); err != nil {
 		return false, err
 	}
+	// Every key of either file: one that only the checkpoint's run.json
+	// has (such as "precision") is a setting this run does not repeat.
 	keys := make([]string, 0, len(exp))
 	for k := range exp {
 		keys = append(keys, k)
+	}
+	for k := range got {
+		if _, ok := exp[k]; !ok {
+			keys = append(keys, k)
+		}
 	}
 	slices.Sort(keys)
 	for _, k := range keys {
 		if !reflect.DeepEqual(got[k], exp[k]) {
 			g, _ := json.Marshal(got[k])
 			e, _ := json.Marshal(exp[k])
+			if _, ok := exp[k]; !ok {
+				e = []byte("none")
+			}
+			if _, ok := got[k]; !ok {
+				g = []byte("none")
+			}
 			return false, fmt.Errorf("%s belongs to a run with %s %s, this one has %s; use the same flags to resume, or delete %s to start afresh",
 				ck, k, g, e, ck)
 		}
@@ -292,6 +314,9 @@ func run(ctx context.Context, o *options, progress io.Writer) error {
 	}
 	cfg := vae.DefaultConfig()
 	cfg.Estimator, cfg.PriorTemp = est, o.priorTemp
+	if cfg.Precision, err = nn.ParsePrecision(o.precision); err != nil {
+		return err
+	}
 	m, err := vae.New(cfg, rand.New(rand.NewPCG(o.seed, 0x7661))) // "va"
 	if err != nil {
 		return err
@@ -309,8 +334,12 @@ func run(ctx context.Context, o *options, progress io.Writer) error {
 	if err != nil {
 		return err
 	}
-	resuming, err := prepareCheckpoint(o.out, runInfo{CodePath: codePath, Estimator: est.String(), PriorTemp: o.priorTemp,
-		Anneal: an, LR: o.lr, BatchSize: o.batch, Seed: o.seed, TrainN: fit.N, ValN: val.N})
+	info := runInfo{CodePath: codePath, Estimator: est.String(), PriorTemp: o.priorTemp,
+		Anneal: an, LR: o.lr, BatchSize: o.batch, Seed: o.seed, TrainN: fit.N, ValN: val.N}
+	if cfg.Precision != nn.Float64 {
+		info.Precision = cfg.Precision.String()
+	}
+	resuming, err := prepareCheckpoint(o.out, info)
 	if err != nil {
 		return err
 	}

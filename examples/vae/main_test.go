@@ -76,6 +76,26 @@ func TestPrepareCheckpoint(t *testing.T) {
 	if _, err := prepareCheckpoint(dir, other); err == nil || !strings.Contains(err.Error(), "anneal") {
 		t.Errorf("other annealing: err %v", err)
 	}
+	// A float64 checkpoint (no precision in run.json) does not resume in
+	// float32, and a float32 one not in float64.
+	other = info
+	other.Precision = "float32"
+	if _, err := prepareCheckpoint(dir, other); err == nil || !strings.Contains(err.Error(), `precision none, this one has "float32"`) {
+		t.Errorf("float32 flags on a float64 checkpoint: err %v", err)
+	}
+	f32dir := t.TempDir()
+	if _, err := prepareCheckpoint(f32dir, other); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(f32dir, "checkpoint"), []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if resume, err := prepareCheckpoint(f32dir, other); err != nil || !resume {
+		t.Fatalf("float32, same settings: resume %v, err %v", resume, err)
+	}
+	if _, err := prepareCheckpoint(f32dir, info); err == nil || !strings.Contains(err.Error(), `precision "float32", this one has none`) {
+		t.Errorf("float64 flags on a float32 checkpoint: err %v", err)
+	}
 	if err := os.Remove(filepath.Join(dir, "run.json")); err != nil {
 		t.Fatal(err)
 	}

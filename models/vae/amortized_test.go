@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/permlab/permlab/models/nn"
+
 	"github.com/permlab/permlab/ad"
 	"github.com/permlab/permlab/ad/optim"
 	"github.com/permlab/permlab/dataset"
@@ -287,8 +289,21 @@ func TestFitAmortizedVAE(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	type run struct {
+		e Estimator
+		p nn.Precision
+	}
+	var runs []run
 	for _, e := range estimators {
-		m, err := New(tinyConfig(e), rand.New(rand.NewPCG(2, 2)))
+		runs = append(runs, run{e, nn.Float64})
+	}
+	// The float32 products learn as well (one estimator, to keep it short).
+	runs = append(runs, run{GumbelSpace, nn.Float32})
+	for _, r := range runs {
+		e := r.e
+		cfg := tinyConfig(e)
+		cfg.Precision = r.p
+		m, err := New(cfg, rand.New(rand.NewPCG(2, 2)))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -310,7 +325,7 @@ func TestFitAmortizedVAE(t *testing.T) {
 			t.Fatal(err)
 		}
 		first, last := res.Epochs[0].HeldOut, res.Epochs[len(res.Epochs)-1].HeldOut
-		t.Logf("%v: held-out −ELBO %.3f after the first epoch, %.3f after the last", e, first, last)
+		t.Logf("%v, %v: held-out −ELBO %.3f after the first epoch, %.3f after the last", e, r.p, first, last)
 		// 16 pixels: 11.1 nats at chance; log 4 + 16·H(0.05) ≈ 4.6 at best.
 		if !(last < first-2) || !(last < 7) {
 			t.Errorf("%v: held-out −ELBO went from %.3f to %.3f", e, first, last)

@@ -67,6 +67,10 @@ type Config struct {
 	// PriorTemp is the prior's temperature λ_p for Concrete and τ_p for
 	// GumbelSpace; 0 means the posterior's current temperature.
 	PriorTemp float64
+	// Precision is the arithmetic of the dense layers' matrix products
+	// (nn.Float64, the zero value, or nn.Float32); everything else,
+	// parameters included, is float64 either way.
+	Precision nn.Precision `json:",omitempty"`
 }
 
 // DefaultConfig returns the setup of Jang et al. (2016): 20 latents of 10
@@ -87,6 +91,8 @@ func (c *Config) validate() error {
 		return fmt.Errorf("vae: unknown %v", c.Estimator)
 	case c.PriorTemp < 0 || math.IsNaN(c.PriorTemp) || math.IsInf(c.PriorTemp, 0):
 		return fmt.Errorf("vae: PriorTemp %v must be finite and >= 0", c.PriorTemp)
+	case c.Precision != nn.Float64 && c.Precision != nn.Float32:
+		return fmt.Errorf("vae: unknown %v", c.Precision)
 	}
 	for i, h := range c.Hidden {
 		if h < 1 {
@@ -125,7 +131,7 @@ func New(cfg Config, rng *rand.Rand) (*Model, error) {
 			if i+2 == len(w) {
 				init = nn.GlorotUniform // no ReLU after the last layer
 			}
-			d, err := nn.NewDense(rng, fmt.Sprintf("%s%d", prefix, i), w[i], w[i+1], init)
+			d, err := nn.NewDense(rng, fmt.Sprintf("%s%d", prefix, i), w[i], w[i+1], init, nn.WithPrecision(cfg.Precision))
 			if err != nil {
 				return nil, fmt.Errorf("vae: New: %w", err)
 			}

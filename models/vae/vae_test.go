@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/permlab/permlab/models/nn"
+
 	"github.com/permlab/permlab/ad"
 	"github.com/permlab/permlab/dataset"
 	"github.com/permlab/permlab/dist"
@@ -369,6 +371,11 @@ func TestResume(t *testing.T) {
 func TestBadInput(t *testing.T) {
 	if _, err := New(Config{Input: 16, Latents: 2, Classes: 1}, rand.New(rand.NewPCG(1, 1))); err == nil || !strings.Contains(err.Error(), "Classes") {
 		t.Errorf("New with one class: err %v, want one naming Classes", err)
+	}
+	bad := tinyConfig(Concrete)
+	bad.Precision = nn.Precision(3)
+	if _, err := New(bad, rand.New(rand.NewPCG(1, 1))); err == nil || !strings.Contains(err.Error(), "Precision(3)") {
+		t.Errorf("New with an unknown precision: err %v", err)
 	}
 	m, err := New(tinyConfig(Concrete), rand.New(rand.NewPCG(1, 1)))
 	if err != nil {

@@ -34,14 +34,18 @@ class StepProblem:
             self.h = json.load(f)
         self.dir = dir_
         torch.set_num_threads(self.h["threads"])
+        # "dtype": "float32" runs the whole step in float32; the files are
+        # float64 either way.
+        self.dtype = torch.float32 if self.h.get("dtype") == "float32" else torch.float64
         self.inputs = {e["name"]: self.load(e["file"], e["shape"]) for e in self.h["inputs"]}
         self.params = None
         self.opt = None
 
     def load(self, name, shape):
-        """Read DIR/name, raw little-endian float64, as a tensor of shape."""
+        """Read DIR/name, raw little-endian float64, as a tensor of shape
+        in the step's dtype."""
         a = np.fromfile(os.path.join(self.dir, name), dtype="<f8")
-        return torch.from_numpy(a.reshape(shape).copy())
+        return torch.from_numpy(a.reshape(shape).copy()).to(self.dtype)
 
     def init_params(self):
         """Load the initial parameters and start a fresh Adam on them."""
@@ -60,7 +64,7 @@ class StepProblem:
         loss.backward()
         grads = [p.grad.detach().clone() for p in self.params]
         self.opt.step()
-        cat = lambda ts: torch.cat([t.reshape(-1) for t in ts]).numpy().astype("<f8")
+        cat = lambda ts: torch.cat([t.reshape(-1) for t in ts]).double().numpy().astype("<f8")
         cat(grads).tofile(os.path.join(self.dir, "grad_torch.f64"))
         cat([p.detach() for p in self.params]).tofile(os.path.join(self.dir, "after_torch.f64"))
         return {"loss": loss.item()}
