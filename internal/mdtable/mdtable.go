@@ -1,0 +1,127 @@
+// Package mdtable reads the tables of a Markdown file, so that tests can
+// check the numbers a README quotes against the committed results files
+// they come from.
+package mdtable
+
+import (
+	"bufio"
+	"fmt"
+	"math"
+	"os"
+	"regexp"
+	"strconv"
+	"strings"
+)
+
+// Table is one pipe table: its header cells and its body rows, with the
+// line number (from 1) of each row in the file.
+type Table struct {
+	Header []string
+	Rows   [][]string
+	Lines  []int
+}
+
+// Column returns the index of the header cell equal to name, or -1.
+func (t *Table) Column(name string) int {
+	for i, h := range t.Header {
+		if h == name {
+			return i
+		}
+	}
+	return -1
+}
+
+// Read returns the pipe tables of the Markdown file at path: runs of
+// lines that start with "|", whose second line is the delimiter row.
+// Cells are trimmed of spaces and of the ** of bold text.
+func Read(path string) ([]Table, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var (
+		tables []Table
+		cur    *Table
+		header []string // the first line of the current run
+		lineNo int
+		inRun  int // lines of the current run of "|" lines
+	)
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		lineNo++
+		line := strings.TrimSpace(sc.Text())
+		if !strings.HasPrefix(line, "|") {
+			cur, inRun = nil, 0
+			continue
+		}
+		inRun++
+		cells := split(line)
+		switch {
+		case inRun == 1:
+			header = cells
+		case inRun == 2:
+			if isDelimiter(cells) {
+				tables = append(tables, Table{Header: header})
+				cur = &tables[len(tables)-1]
+			}
+		case cur != nil:
+			cur.Rows = append(cur.Rows, cells)
+			cur.Lines = append(cur.Lines, lineNo)
+		}
+	}
+	return tables, sc.Err()
+}
+
+func split(line string) []string {
+	line = strings.TrimSuffix(strings.TrimPrefix(line, "|"), "|")
+	cells := strings.Split(line, "|")
+	for i, c := range cells {
+		c = strings.TrimSpace(c)
+		if strings.HasPrefix(c, "**") && strings.HasSuffix(c, "**") && len(c) >= 4 {
+			c = c[2 : len(c)-2]
+		}
+		cells[i] = c
+	}
+	return cells
+}
+
+func isDelimiter(cells []string) bool {
+	for _, c := range cells {
+		if strings.Trim(c, "-: ") != "" {
+			return false
+		}
+	}
+	return true
+}
+
+var number = regexp.MustCompile(`^-?[0-9]+(\.[0-9]+)?`)
+
+// Number parses the number a cell starts with ("0.301", "0.301 (0.39)",
+// "1.000") and returns it with half a unit of its last printed digit: the
+// most a correctly rounded value can differ from what it stands for.
+func Number(cell string) (v, halfUlp float64, err error) {
+	s := number.FindString(cell)
+	if s == "" {
+		return 0, 0, fmt.Errorf("mdtable: cell %q does not start with a number", cell)
+	}
+	v, err = strconv.ParseFloat(s, 64)
+	if err != nil {
+		return 0, 0, err
+	}
+	decimals := 0
+	if i := strings.IndexByte(s, '.'); i >= 0 {
+		decimals = len(s) - i - 1
+	}
+	return v, 0.5 * math.Pow(10, -float64(decimals)), nil
+}
+
+// Matches reports whether the cell's number is value rounded to the
+// digits printed (with a margin of 1e-9 for values exactly half-way).
+func Matches(cell string, value float64) (bool, error) {
+	v, half, err := Number(cell)
+	if err != nil {
+		return false, err
+	}
+	return math.Abs(v-value) <= half+1e-9, nil
+}
