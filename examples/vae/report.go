@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/permlab/permlab/models/nn"
 	"github.com/permlab/permlab/models/vae"
 )
 
@@ -66,6 +67,9 @@ func report(dir string, w io.Writer) error {
 			return c
 		}
 		if c := cmpFloat(a.Config.PriorTemp, b.Config.PriorTemp); c != 0 {
+			return c
+		}
+		if c := int(a.Config.Precision) - int(b.Config.Precision); c != 0 {
 			return c
 		}
 		ea, eb := a.eval(), b.eval()
@@ -136,6 +140,15 @@ func priorTemp(s summary) string {
 	return strconv.FormatFloat(s.Config.PriorTemp, 'g', -1, 64)
 }
 
+// estimatorLabel names a run's estimator, with "(float32)" for a run whose
+// products were float32 (float64 runs, the default, carry no mark).
+func estimatorLabel(s summary) string {
+	if s.Config.Precision == nn.Float64 {
+		return s.Estimator
+	}
+	return s.Estimator + " (" + s.Config.Precision.String() + ")"
+}
+
 // group is the runs of one setting, which differ only in their seed.
 type group struct {
 	key  string
@@ -145,7 +158,7 @@ type group struct {
 func writeTestTable(w io.Writer, runs []summary) {
 	var groups []*group
 	for _, s := range runs {
-		key := fmt.Sprintf("%s|%s|%d|%d|%d", s.Estimator, priorTemp(s), s.Epochs, s.Test.K, s.Test.Images)
+		key := fmt.Sprintf("%s|%s|%d|%d|%d", estimatorLabel(s), priorTemp(s), s.Epochs, s.Test.K, s.Test.Images)
 		if len(groups) == 0 || groups[len(groups)-1].key != key {
 			groups = append(groups, &group{key: key})
 		}
@@ -164,7 +177,7 @@ func writeTestTable(w io.Writer, runs []summary) {
 		}
 		s := g.runs[0]
 		fmt.Fprintf(w, "| %s | %s | %s | %d | %s | %s (K = %d, %d images) | %.1f | %s |\n",
-			s.Estimator, priorTemp(s), strings.Join(seeds, ", "), s.Epochs, meanSD(elbo), meanSD(iw),
+			estimatorLabel(s), priorTemp(s), strings.Join(seeds, ", "), s.Epochs, meanSD(elbo), meanSD(iw),
 			s.Test.K, s.Test.Images, paperOf(s), minutesRange(g.runs))
 	}
 }
@@ -179,7 +192,7 @@ func writeTuneTable(w io.Writer, runs []summary) {
 		}
 		e := s.ValEval
 		fmt.Fprintf(w, "| %s | %s | %d | %d | %s | %.2f ± %.2f (K = %d, %d images) |\n",
-			s.Estimator, priorTemp(s), s.Seed, s.Epochs, last, e.NegLogPx, e.NegLogPxSE, e.K, e.Images)
+			estimatorLabel(s), priorTemp(s), s.Seed, s.Epochs, last, e.NegLogPx, e.NegLogPxSE, e.K, e.Images)
 	}
 }
 

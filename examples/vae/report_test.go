@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/permlab/permlab/models/nn"
 	"github.com/permlab/permlab/models/vae"
 )
 
@@ -51,6 +52,11 @@ func TestReport(t *testing.T) {
 	writeSummary(t, filepath.Join(dir, "tune", "c.json"), summary{Estimator: "concrete", Config: cfg, Seed: 101, Epochs: 10,
 		EvalSplit: "validation", ValNegELBO: []*float64{&v}, ValStdErr: []*float64{&se}, ValImages: 1000,
 		ValEval: &vae.Eval{Images: 1000, K: 100, NegLogPx: 111.25, NegLogPxSE: 0.5}})
+	// A float32 run is its own row, marked, after the float64 ones.
+	f32 := vae.DefaultConfig()
+	f32.Precision = nn.Float32
+	writeSummary(t, filepath.Join(dir, "f32", "gs1.json"), summary{Estimator: "gumbel-softmax", Config: f32, Seed: 1, Epochs: 100,
+		EvalSplit: "test", TrainSecs: 600, Test: &vae.Eval{Images: 10000, K: 100, NegELBO: 111, NegLogPx: 101}})
 	if err := os.WriteFile(filepath.Join(dir, "val.json"), []byte(`{"0":{"neg_elbo":1}}`), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -63,6 +69,7 @@ func TestReport(t *testing.T) {
 		"| gumbel-softmax | – | 1, 2, 3 | 100 | 112.00 ± 2.00 | 102.00 ± 2.00 (K = 100, 10000 images) | 106.7 | 20 min |",
 		"| gumbel-softmax | – | 1, 2, 3 | 100 | 100.00 ± 0.00 | 90.00 ± 0.00 (K = 1000, 1000 images) | 106.7 | evaluation of trained runs |",
 		"| concrete | 0.5 | 101 | 10 | 120.00 ± 1.50 (1000 images) | 111.25 ± 0.50 (K = 100, 1000 images) |",
+		"| gumbel-softmax (float32) | – | 1 | 100 | 111.00 | 101.00 (K = 100, 10000 images) | 106.7 | 10 min |",
 	} {
 		if !strings.Contains(got, want) {
 			t.Errorf("report lacks\n%s\ngot\n%s", want, got)
