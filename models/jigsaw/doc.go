@@ -35,6 +35,20 @@
 // all rows is a per-column constant, which the column normalisations of S
 // and the assignment M ignore; it has to pass through the nonlinearity.
 //
+// Row i of g scores piece i alone, so the assignment M(g) is linear, while
+// a jigsaw puzzle is quadratic: where a piece belongs depends on its
+// neighbours. Config.Refine (also a variant) adds rounds of edge matching.
+// With P = S(g/τ), b_d(j) the border strip of piece j on side d and q_d the
+// position next to q on side d, a round adds
+//
+//	g[i, q] += Σ_d b_d(i)ᵀ M_d s_d(q),   s_d(q) = Σ_j P[j, q_d] b_opp(d)(j),
+//
+// the match of piece i's strips, through learned matrices M_d, with the
+// strips that the soft pieces around q turn towards it (s_d(q) = 0 where
+// q has no neighbour on side d). Permuting the pieces permutes P's rows,
+// which leaves every s_d alone and permutes the added rows: g stays
+// equivariant.
+//
 // # Training
 //
 // The loss is the squared reconstruction error with the relaxed

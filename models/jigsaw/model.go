@@ -43,6 +43,21 @@ type Config struct {
 	// whole puzzle shows (which digit it is), not only on the piece.
 	Context bool
 
+	// Refine is the number of edge-matching rounds after the first logits
+	// (0: none, the paper's network). A round computes the soft assignment
+	// P = S(g/τ) (L iterations, no noise), places the pieces softly, and
+	// adds to g, for every piece i and position q, how well i's four border
+	// strips match the facing strips of the soft pieces around q:
+	// Σ_d e_d(i)ᵀ M_d s_d(q), with e_d(i) piece i's border on side d, s_d(q)
+	// the opposite border of the soft piece next to q on side d (zero past
+	// the edge of the image), and M_d a learned matrix (started at 0.5·I).
+	// Jigsaw puzzles are quadratic assignment problems, which a row of
+	// logits per piece cannot express; these terms let the network compare
+	// neighbours. Permuting the pieces permutes P's rows, leaves the soft
+	// placement alone and permutes the added rows, so the network stays
+	// equivariant. Refine needs one head.
+	Refine int
+
 	// Heads is the number of dense output layers on the shared
 	// convolutional trunk: 1 for jigsaw puzzles, the number of target
 	// classes for assembly. A puzzle's label selects its head.
@@ -83,6 +98,10 @@ func (c Config) validate() error {
 		return fmt.Errorf("hidden %d must be >= 0", c.Hidden)
 	case c.Context && c.Hidden == 0:
 		return errors.New("context needs a hidden layer (hidden > 0)")
+	case c.Refine < 0:
+		return fmt.Errorf("refine %d must be >= 0", c.Refine)
+	case c.Refine > 0 && c.Heads != 1:
+		return fmt.Errorf("refine needs one head, have %d", c.Heads)
 	case !(c.Tau > 0) || math.IsInf(c.Tau, 0):
 		return fmt.Errorf("tau %v must be finite and > 0", c.Tau)
 	case c.Iters < 1:
@@ -109,6 +128,9 @@ type Net struct {
 	ctx    *nn.Dense // nil without Config.Context
 	heads  []*nn.Dense
 	feat   int
+	// edges holds the four matrices M_d of Config.Refine (top, bottom,
+	// left, right), nil without it.
+	edges []*ad.Param
 }
 
 // New returns a network with weights drawn from a PCG source seeded by seed.
@@ -158,8 +180,24 @@ func New(cfg Config, seed uint64) (*Net, error) {
 		}
 		n.heads = append(n.heads, d)
 	}
+	if cfg.Refine > 0 {
+		for d, name := range edgeNames {
+			w := cfg.Channels * g.PieceW
+			if d >= 2 {
+				w = cfg.Channels * g.PieceH
+			}
+			m := ad.Zeros(w, w)
+			for i := range w {
+				m.Data[i*w+i] = 0.5
+			}
+			n.edges = append(n.edges, ad.NewParam("edge."+name, m))
+		}
+	}
 	return n, nil
 }
+
+// edgeNames are the sides of a piece, in the order of Net.edges.
+var edgeNames = [4]string{"top", "bottom", "left", "right"}
 
 // Config returns the network's configuration.
 func (n *Net) Config() Config { return n.cfg }
@@ -180,7 +218,7 @@ func (n *Net) Params() []*ad.Param {
 	for _, h := range n.heads {
 		layers = append(layers, h)
 	}
-	return nn.Collect(layers...)
+	return append(nn.Collect(layers...), n.edges...)
 }
 
 // NumParams returns the number of trainable scalars.
@@ -223,7 +261,11 @@ func (n *Net) Logits(t *ad.Tape, z *Puzzles, from, to int) *ad.Var {
 		h = ad.ReLU(a)
 	}
 	if len(n.heads) == 1 {
-		return ad.Reshape(n.heads[0].Forward(t, h), b, nn2, nn2)
+		g := ad.Reshape(n.heads[0].Forward(t, h), b, nn2, nn2)
+		for range n.cfg.Refine {
+			g = n.refine(t, g, z.Scrambled[from*nn2*ps:to*nn2*ps])
+		}
+		return g
 	}
 	// Run each head on the rows of its puzzles, then restore batch order.
 	var parts []*ad.Var
@@ -248,6 +290,102 @@ func (n *Net) Logits(t *ad.Tape, z *Puzzles, from, to int) *ad.Var {
 		inv[r] = pos
 	}
 	return ad.Reshape(ad.Take(ad.Concat(parts...), inv), b, nn2, nn2)
+}
+
+// refine adds one round of edge-matching terms (Config.Refine) to the
+// logits g (B, N, N) of the scrambled pieces x̃ (B·N pieces).
+func (n *Net) refine(t *ad.Tape, g *ad.Var, scrambled []float64) *ad.Var {
+	gr := n.grid
+	b, nn2 := g.Shape()[0], gr.N()
+	p := relax.SinkhornVar(g, n.cfg.Tau, n.cfg.Iters)
+	pt := ad.Transpose(p) // (B, positions, pieces)
+	for d := range edgeNames {
+		own, opp := borders(gr, scrambled, b, d)
+		w := own.Shape[2]
+		// s[b, q] = Σ_j P[b, j, q] · (border of piece j facing side d).
+		soft := ad.MatMul(pt, t.Const(opp)) // (B, N, w): the soft piece at q
+		// Move to the neighbour: row (b, q) takes the soft piece next to q
+		// on side d, or a zero row past the edge.
+		flat := ad.Concat(ad.Reshape(soft, b*nn2, w), t.Const(ad.Zeros(1, w)))
+		s := ad.Reshape(ad.Take(flat, neighbourIndex(gr, b, d)), b, nn2, w)
+		em := ad.MatMul(t.Const(own), t.Param(n.edges[d])) // (B, N, w)
+		g = ad.Add(g, ad.MatMul(em, ad.Transpose(s)))
+	}
+	return g
+}
+
+// borders returns, for the B·N scrambled pieces, each piece's border strip
+// on side d (top, bottom, left or right) and the strip on the opposite
+// side, as (B, N, w) tensors of channels × side pixels.
+func borders(gr Grid, scrambled []float64, b, d int) (own, opp *ad.Tensor) {
+	nn2, ph, pw, c := gr.N(), gr.PieceH, gr.PieceW, gr.Channels
+	w := c * pw
+	if d >= 2 {
+		w = c * ph
+	}
+	own, opp = ad.Zeros(b, nn2, w), ad.Zeros(b, nn2, w)
+	strip := func(dst, piece []float64, side int) {
+		k := 0
+		for ch := range c {
+			pix := piece[ch*ph*pw:]
+			switch side {
+			case 0, 1: // top, bottom row
+				y := 0
+				if side == 1 {
+					y = ph - 1
+				}
+				for x := range pw {
+					dst[k] = pix[y*pw+x]
+					k++
+				}
+			default: // left, right column
+				x := 0
+				if side == 3 {
+					x = pw - 1
+				}
+				for y := range ph {
+					dst[k] = pix[y*pw+x]
+					k++
+				}
+			}
+		}
+	}
+	ps := gr.PieceSize()
+	for i := range b * nn2 {
+		piece := scrambled[i*ps : (i+1)*ps]
+		strip(own.Data[i*w:(i+1)*w], piece, d)
+		strip(opp.Data[i*w:(i+1)*w], piece, d^1) // top↔bottom, left↔right
+	}
+	return own, opp
+}
+
+// neighbourIndex returns, for every row (b, q) of a (B·N, w) table with a
+// zero row appended at B·N, the row of the position next to q on side d
+// (top, bottom, left, right) in the same puzzle, or B·N past the edge.
+func neighbourIndex(gr Grid, b, d int) []int {
+	nn2, pp := gr.N(), gr.P
+	idx := make([]int, b*nn2)
+	for i := range b {
+		for q := range nn2 {
+			r, c := q/pp, q%pp
+			switch d {
+			case 0:
+				r--
+			case 1:
+				r++
+			case 2:
+				c--
+			case 3:
+				c++
+			}
+			if r < 0 || r >= pp || c < 0 || c >= pp {
+				idx[i*nn2+q] = b * nn2
+			} else {
+				idx[i*nn2+q] = i*nn2 + r*pp + c
+			}
+		}
+	}
+	return idx
 }
 
 func (n *Net) check(z *Puzzles, from, to int) error {

@@ -57,6 +57,8 @@ func TestNewErrors(t *testing.T) {
 		func(c *Config) { c.Noise = -1 },
 		func(c *Config) { c.Hidden = -1 },
 		func(c *Config) { c.Context = true },
+		func(c *Config) { c.Refine = -1 },
+		func(c *Config) { c.Refine, c.Heads = 1, 2 },
 	} {
 		c := tinyConfig()
 		mod(&c)
@@ -70,6 +72,8 @@ var variants = map[string]func(c *Config){
 	"paper":          func(c *Config) {},
 	"hidden":         func(c *Config) { c.Hidden = 6 },
 	"hidden+context": func(c *Config) { c.Hidden, c.Context = 6, true },
+	"refine":         func(c *Config) { c.Refine = 2 },
+	"context+refine": func(c *Config) { c.Hidden, c.Context, c.Refine = 6, true, 1 },
 }
 
 func TestEquivariance(t *testing.T) {
@@ -362,8 +366,21 @@ func flatten(x [][]float64) []float64 {
 // broadcast) against central finite differences in every parameter.
 func TestContextGradient(t *testing.T) {
 	cfg := tinyConfig()
+	cfg.Hidden, cfg.Context = 5, true
+	testGradient(t, cfg)
+}
+
+// TestRefineGradient checks the gradients of the loss through two rounds
+// of edge matching (the edge matrices included) by central differences.
+func TestRefineGradient(t *testing.T) {
+	cfg := tinyConfig()
+	cfg.Refine = 2
+	testGradient(t, cfg)
+}
+
+func testGradient(t *testing.T, cfg Config) {
 	cfg.P, cfg.Height, cfg.Width = 3, 9, 9
-	cfg.Hidden, cfg.Context, cfg.Noise = 5, true, 0
+	cfg.Noise = 0
 	net, err := New(cfg, 3)
 	require.NoError(t, err)
 	rng := rand.New(rand.NewPCG(4, 4))
