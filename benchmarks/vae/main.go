@@ -328,6 +328,11 @@ func maxRelDiff(params []*ad.Param, a, b []float64) float64 {
 // printTable prints the medians, ratios and rates of the results.
 func printTable(c config, results []result, w io.Writer) {
 	peak, clock := harness.PeakGFLOPS(c.threads)
+	lanes := 4
+	if c.precision == nn.Float32 {
+		// Eight float32 lanes per FMA instead of four float64 ones.
+		peak, lanes = 2*peak, 8
+	}
 	fmt.Fprintf(w, "\n| estimator | GFLOP/step | PyTorch wall (ms) | permlab wall (ms) | ratio wall | ratio CPU | permlab GFLOP/s (%% of peak) | PyTorch GFLOP/s |\n|---|---:|---:|---:|---:|---:|---:|---:|\n")
 	for _, r := range results {
 		gw, gc := harness.Median(r.goT.Wall), harness.Median(r.goT.CPU)
@@ -352,7 +357,7 @@ func printTable(c config, results []result, w io.Writer) {
 	fmt.Fprintf(w, "\nMedians of %d timed steps per side (%d rounds of blocks of %d, the first step of each block untimed) after %d warm-up round(s); load average %s on %d CPUs.\n",
 		c.rounds*max(c.steps-1, 1), c.rounds, c.steps, c.warmup, harness.LoadAvg(1), runtime.NumCPU())
 	fmt.Fprintf(w, "Ratios are PyTorch time / permlab time (above 1: permlab faster).\n")
-	fmt.Fprintf(w, "Peak %.1f GFLOP/s = %d core(s) × 16 flops/cycle (two 4-wide FMA units) × %.2f GHz (/proc/cpuinfo).\n", peak, c.threads, clock)
+	fmt.Fprintf(w, "Peak %.1f GFLOP/s = %d core(s) × %d flops/cycle (two %d-wide FMA units) × %.2f GHz (/proc/cpuinfo); the core may run faster than that clock.\n", peak, c.threads, 4*lanes, lanes, clock)
 	fmt.Fprintln(w, flopNote)
 	fmt.Fprintf(w, "Network %d-%s-%d and back, %d latents × %d classes, τ = %g, prior τ = %g, Adam lr %g; every step on the same batch of %s with the same Gumbel noise (seed %d).\n",
 		p.cfg.Input, joinInts(p.cfg.Hidden), p.cfg.Latents*p.cfg.Classes, p.cfg.Latents, p.cfg.Classes, p.tau, p.tauPrior, p.lr, p.source, c.seed)
