@@ -76,7 +76,21 @@ func TestMatMul32Error(t *testing.T) {
 // adjoint.
 func TestMatMul32Gradients(t *testing.T) {
 	rng := rand.New(rand.NewPCG(9, 2))
-	for _, c := range matmulShapes {
+	// The four operand forms at small sizes; with -short only these (the
+	// large shapes take a minute under the race detector).
+	shapes := []struct {
+		name string
+		a, b []int
+	}{
+		{"2x2/small", []int{7, 5}, []int{5, 11}},
+		{"3x3/small", []int{2, 4, 6}, []int{2, 6, 5}},
+		{"3x2/small", []int{3, 7, 6}, []int{6, 5}},
+		{"2x3/small", []int{4, 6}, []int{3, 6, 7}},
+	}
+	if !testing.Short() {
+		shapes = append(shapes, matmulShapes...)
+	}
+	for _, c := range shapes {
 		a := randTensor(rng, -1, 1, c.a...)
 		b := randTensor(rng, -1, 1, c.b...)
 		err := GradCheck{Step: 0.5, Tol: 1e-4}.Check(func(_ *Tape, xs []*Var) *Var { return MatMul32(xs[0], xs[1]) }, a, b)
