@@ -85,6 +85,7 @@ func main() {
 	flag.IntVar(&o.cfg.Hidden, "hidden", 0, "ReLU units of a hidden layer after the pooled features (0: the paper's network)")
 	flag.BoolVar(&o.cfg.Context, "context", false, "feed the hidden layer the puzzle's mean piece feature too (needs -hidden)")
 	flag.IntVar(&o.cfg.Refine, "refine", 0, "edge-matching rounds after the first logits (0: none; see jigsaw.Config.Refine)")
+	flag.IntVar(&o.cfg.EdgeDepth, "edge-depth", 1, "pixel rows in a border strip of -refine")
 	flag.StringVar(&o.figTaus, "figtaus", "1,0.3,0.1", "temperatures of the soft reconstructions in the figure")
 	flag.Parse()
 

@@ -57,6 +57,9 @@ type Config struct {
 	// placement alone and permutes the added rows, so the network stays
 	// equivariant. Refine needs one head.
 	Refine int
+	// EdgeDepth is how many pixel rows (or columns) deep, from the border
+	// inwards, a border strip of Refine is (0 means 1).
+	EdgeDepth int
 
 	// Heads is the number of dense output layers on the shared
 	// convolutional trunk: 1 for jigsaw puzzles, the number of target
@@ -100,6 +103,8 @@ func (c Config) validate() error {
 		return errors.New("context needs a hidden layer (hidden > 0)")
 	case c.Refine < 0:
 		return fmt.Errorf("refine %d must be >= 0", c.Refine)
+	case c.EdgeDepth < 0:
+		return fmt.Errorf("edge depth %d must be >= 0", c.EdgeDepth)
 	case c.Refine > 0 && c.Heads != 1:
 		return fmt.Errorf("refine needs one head, have %d", c.Heads)
 	case !(c.Tau > 0) || math.IsInf(c.Tau, 0):
@@ -181,11 +186,11 @@ func New(cfg Config, seed uint64) (*Net, error) {
 		n.heads = append(n.heads, d)
 	}
 	if cfg.Refine > 0 {
+		if depth := cfg.edgeDepth(); depth > g.PieceH || depth > g.PieceW {
+			return nil, fmt.Errorf("jigsaw: New: edge depth %d exceeds the %dx%d px pieces", depth, g.PieceH, g.PieceW)
+		}
 		for d, name := range edgeNames {
-			w := cfg.Channels * g.PieceW
-			if d >= 2 {
-				w = cfg.Channels * g.PieceH
-			}
+			w := stripLen(g, cfg.edgeDepth(), d)
 			m := ad.Zeros(w, w)
 			for i := range w {
 				m.Data[i*w+i] = 0.5
@@ -194,6 +199,17 @@ func New(cfg Config, seed uint64) (*Net, error) {
 		}
 	}
 	return n, nil
+}
+
+func (c Config) edgeDepth() int { return max(c.EdgeDepth, 1) }
+
+// stripLen is the number of values in a border strip of the given depth on
+// side d (top, bottom, left, right) of a piece.
+func stripLen(g Grid, depth, d int) int {
+	if d >= 2 {
+		return g.Channels * depth * g.PieceH
+	}
+	return g.Channels * depth * g.PieceW
 }
 
 // edgeNames are the sides of a piece, in the order of Net.edges.
@@ -300,7 +316,7 @@ func (n *Net) refine(t *ad.Tape, g *ad.Var, scrambled []float64) *ad.Var {
 	p := relax.SinkhornVar(g, n.cfg.Tau, n.cfg.Iters)
 	pt := ad.Transpose(p) // (B, positions, pieces)
 	for d := range edgeNames {
-		own, opp := borders(gr, scrambled, b, d)
+		own, opp := borders(gr, scrambled, b, d, n.cfg.edgeDepth())
 		w := own.Shape[2]
 		// s[b, q] = Σ_j P[b, j, q] · (border of piece j facing side d).
 		soft := ad.MatMul(pt, t.Const(opp)) // (B, N, w): the soft piece at q
@@ -315,37 +331,37 @@ func (n *Net) refine(t *ad.Tape, g *ad.Var, scrambled []float64) *ad.Var {
 }
 
 // borders returns, for the B·N scrambled pieces, each piece's border strip
-// on side d (top, bottom, left or right) and the strip on the opposite
-// side, as (B, N, w) tensors of channels × side pixels.
-func borders(gr Grid, scrambled []float64, b, d int) (own, opp *ad.Tensor) {
+// on side d (top, bottom, left or right), depth pixels deep, and the strip
+// on the opposite side, as (B, N, w) tensors. A strip lists, channel by
+// channel, its rows (or columns) from the border inwards.
+func borders(gr Grid, scrambled []float64, b, d, depth int) (own, opp *ad.Tensor) {
 	nn2, ph, pw, c := gr.N(), gr.PieceH, gr.PieceW, gr.Channels
-	w := c * pw
-	if d >= 2 {
-		w = c * ph
-	}
+	w := stripLen(gr, depth, d)
 	own, opp = ad.Zeros(b, nn2, w), ad.Zeros(b, nn2, w)
 	strip := func(dst, piece []float64, side int) {
 		k := 0
 		for ch := range c {
 			pix := piece[ch*ph*pw:]
-			switch side {
-			case 0, 1: // top, bottom row
-				y := 0
-				if side == 1 {
-					y = ph - 1
-				}
-				for x := range pw {
-					dst[k] = pix[y*pw+x]
-					k++
-				}
-			default: // left, right column
-				x := 0
-				if side == 3 {
-					x = pw - 1
-				}
-				for y := range ph {
-					dst[k] = pix[y*pw+x]
-					k++
+			for l := range depth {
+				switch side {
+				case 0, 1: // rows l (top) or ph−1−l (bottom)
+					y := l
+					if side == 1 {
+						y = ph - 1 - l
+					}
+					for x := range pw {
+						dst[k] = pix[y*pw+x]
+						k++
+					}
+				default: // columns l (left) or pw−1−l (right)
+					x := l
+					if side == 3 {
+						x = pw - 1 - l
+					}
+					for y := range ph {
+						dst[k] = pix[y*pw+x]
+						k++
+					}
 				}
 			}
 		}

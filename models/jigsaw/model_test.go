@@ -59,6 +59,8 @@ func TestNewErrors(t *testing.T) {
 		func(c *Config) { c.Context = true },
 		func(c *Config) { c.Refine = -1 },
 		func(c *Config) { c.Refine, c.Heads = 1, 2 },
+		func(c *Config) { c.EdgeDepth = -1 },
+		func(c *Config) { c.Refine, c.EdgeDepth = 1, 9 },
 	} {
 		c := tinyConfig()
 		mod(&c)
@@ -74,6 +76,7 @@ var variants = map[string]func(c *Config){
 	"hidden+context": func(c *Config) { c.Hidden, c.Context = 6, true },
 	"refine":         func(c *Config) { c.Refine = 2 },
 	"context+refine": func(c *Config) { c.Hidden, c.Context, c.Refine = 6, true, 1 },
+	"refine depth 2": func(c *Config) { c.Refine, c.EdgeDepth = 1, 2 },
 }
 
 func TestEquivariance(t *testing.T) {
@@ -376,6 +379,8 @@ func TestRefineGradient(t *testing.T) {
 	cfg := tinyConfig()
 	cfg.Refine = 2
 	testGradient(t, cfg)
+	cfg.Refine, cfg.EdgeDepth = 1, 2
+	testGradient(t, cfg)
 }
 
 func testGradient(t *testing.T, cfg Config) {
@@ -422,4 +427,30 @@ func testGradient(t *testing.T, cfg Config) {
 		}
 	}
 	assert.Greater(t, checked, 100)
+}
+
+// TestBorders checks the strips of edge matching on one 3×3 piece with
+// pixels 0 … 8: rows or columns from the border inwards, and the opposite
+// side's strip beside each.
+func TestBorders(t *testing.T) {
+	g, err := NewGrid(1, 3, 3, 1)
+	require.NoError(t, err)
+	piece := []float64{0, 1, 2, 3, 4, 5, 6, 7, 8}
+	want := map[int][]float64{
+		0: {0, 1, 2, 3, 4, 5}, // top: rows 0, 1
+		1: {6, 7, 8, 3, 4, 5}, // bottom: rows 2, 1
+		2: {0, 3, 6, 1, 4, 7}, // left: columns 0, 1
+		3: {2, 5, 8, 1, 4, 7}, // right: columns 2, 1
+	}
+	for d := range 4 {
+		own, opp := borders(g, piece, 1, d, 2)
+		assert.Equal(t, want[d], own.Data, "side %d", d)
+		assert.Equal(t, want[d^1], opp.Data, "opposite of side %d", d)
+		own1, _ := borders(g, piece, 1, d, 1)
+		assert.Equal(t, want[d][:3], own1.Data, "side %d, depth 1", d)
+	}
+	// Above each of the four positions of a 2×2 puzzle: nothing, nothing,
+	// 0, 1 (row 4 is the zero row).
+	assert.Equal(t, []int{4, 4, 0, 1}, neighbourIndex(Grid{P: 2}, 1, 0))
+	assert.Equal(t, []int{1, 4, 3, 4}, neighbourIndex(Grid{P: 2}, 1, 3))
 }
