@@ -125,3 +125,65 @@ func Matches(cell string, value float64) (bool, error) {
 	}
 	return math.Abs(v-value) <= half+1e-9, nil
 }
+
+// FileRow is a body row of a table whose "file" column names a results
+// file.
+type FileRow struct {
+	Table *Table
+	Row   int    // index in Table.Rows
+	Line  int    // line number in the Markdown file
+	Path  string // the file cell, without backquotes
+}
+
+// FileRows returns the rows of the tables of the Markdown file at path
+// whose "file" cell names a file ending in suffix.
+func FileRows(path, suffix string) ([]FileRow, error) {
+	tables, err := Read(path)
+	if err != nil {
+		return nil, err
+	}
+	var out []FileRow
+	for i := range tables {
+		t := &tables[i]
+		fc := t.Column("file")
+		if fc < 0 {
+			continue
+		}
+		for r, row := range t.Rows {
+			if fc >= len(row) {
+				continue
+			}
+			if p := strings.Trim(row[fc], "`"); strings.HasSuffix(p, suffix) {
+				out = append(out, FileRow{Table: t, Row: r, Line: t.Lines[r], Path: p})
+			}
+		}
+	}
+	return out, nil
+}
+
+// Compare checks every non-empty cell of the row whose column header is a
+// key of values against that value (Matches). It returns a message for
+// each cell that differs and the number of cells checked. A value of NaN
+// stands for one the file lacks: a cell in its column is reported.
+func (f FileRow) Compare(values map[string]float64) (diffs []string, checked int, err error) {
+	row := f.Table.Rows[f.Row]
+	for c, name := range f.Table.Header {
+		v, ok := values[name]
+		if !ok || c >= len(row) || row[c] == "" {
+			continue
+		}
+		if math.IsNaN(v) {
+			diffs = append(diffs, fmt.Sprintf("line %d: %s is %s, %s has no value for it", f.Line, name, row[c], f.Path))
+			continue
+		}
+		match, err := Matches(row[c], v)
+		if err != nil {
+			return nil, checked, fmt.Errorf("line %d: %w", f.Line, err)
+		}
+		if !match {
+			diffs = append(diffs, fmt.Sprintf("line %d: %s is %s, %s has %v", f.Line, name, row[c], f.Path, v))
+		}
+		checked++
+	}
+	return diffs, checked, nil
+}

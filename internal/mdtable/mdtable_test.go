@@ -1,6 +1,7 @@
 package mdtable
 
 import (
+	"math"
 	"os"
 	"path/filepath"
 	"testing"
@@ -48,4 +49,24 @@ func TestNumber(t *testing.T) {
 	ok, err = Matches("0.301", 0.3016)
 	require.NoError(t, err)
 	require.False(t, ok)
+}
+
+func TestFileRowsCompare(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "r.md")
+	text := "| run | tau | wrong | file |\n|---|---|---|---|\n| a | 0.25 | 0.5 | `results/a.json` |\n| b | 0.75 |  | `results/b.txt` |\n| c | 0.1 | 0.2 | `results/c.json` |\n"
+	require.NoError(t, os.WriteFile(path, []byte(text), 0o644))
+	rows, err := FileRows(path, ".json")
+	require.NoError(t, err)
+	require.Len(t, rows, 2)
+	require.Equal(t, "results/a.json", rows[0].Path)
+	require.Equal(t, 3, rows[0].Line)
+	diffs, checked, err := rows[0].Compare(map[string]float64{"tau": 0.251, "wrong": 0.4, "other": 1})
+	require.NoError(t, err)
+	require.Equal(t, 2, checked)
+	require.Len(t, diffs, 1)
+	require.Contains(t, diffs[0], "wrong is 0.5, results/a.json has 0.4")
+	diffs, _, err = rows[1].Compare(map[string]float64{"tau": math.NaN()})
+	require.NoError(t, err)
+	require.Len(t, diffs, 1)
+	require.Contains(t, diffs[0], "has no value")
 }

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/permlab/permlab/internal/mdtable"
@@ -15,7 +14,7 @@ import (
 // file: each metric column must be the file's value rounded to the
 // digits printed.
 func TestReadmeNumbers(t *testing.T) {
-	tables, err := mdtable.Read("README.md")
+	rows, err := mdtable.FileRows("README.md", ".json")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -26,53 +25,35 @@ func TestReadmeNumbers(t *testing.T) {
 		"l2 (RMSE)":                   "l2_rmse",
 		"prop. wrong up to identical": "prop_wrong_identical",
 	}
-	rows := 0
-	for _, tab := range tables {
-		fc := tab.Column("file")
-		if fc < 0 {
-			continue
+	for _, row := range rows {
+		var res struct {
+			Metrics map[string]float64 `json:"metrics"`
 		}
-		for r, row := range tab.Rows {
-			file := strings.Trim(row[fc], "`")
-			if !strings.HasSuffix(file, ".json") {
-				continue
+		b, err := os.ReadFile(filepath.FromSlash(row.Path))
+		if err == nil {
+			err = json.Unmarshal(b, &res)
+		}
+		if err != nil {
+			t.Fatalf("README.md:%d: %v", row.Line, err)
+		}
+		values := map[string]float64{}
+		for name, key := range metric {
+			if v, ok := res.Metrics[key]; ok {
+				values[name] = v
 			}
-			var res struct {
-				Metrics map[string]float64 `json:"metrics"`
-			}
-			b, err := os.ReadFile(filepath.FromSlash(file))
-			if err != nil {
-				t.Fatalf("README.md:%d: %v", tab.Lines[r], err)
-			}
-			if err := json.Unmarshal(b, &res); err != nil {
-				t.Fatalf("README.md:%d: %s: %v", tab.Lines[r], file, err)
-			}
-			checked := 0
-			for c, name := range tab.Header {
-				key, ok := metric[name]
-				if !ok {
-					continue
-				}
-				v, ok := res.Metrics[key]
-				if !ok {
-					t.Fatalf("README.md:%d: %s has no %s", tab.Lines[r], file, key)
-				}
-				match, err := mdtable.Matches(row[c], v)
-				if err != nil {
-					t.Fatalf("README.md:%d: %v", tab.Lines[r], err)
-				}
-				if !match {
-					t.Errorf("README.md:%d: %s is %s, %s has %v", tab.Lines[r], name, row[c], file, v)
-				}
-				checked++
-			}
-			if checked == 0 {
-				t.Errorf("README.md:%d: no metric column checked against %s", tab.Lines[r], file)
-			}
-			rows++
+		}
+		diffs, checked, err := row.Compare(values)
+		if err != nil {
+			t.Fatalf("README.md: %v", err)
+		}
+		for _, d := range diffs {
+			t.Error("README.md " + d)
+		}
+		if checked == 0 {
+			t.Errorf("README.md:%d: no metric column checked against %s", row.Line, row.Path)
 		}
 	}
-	if rows < 20 {
-		t.Errorf("checked %d rows naming a results file, want the 23 of the tuning tables", rows)
+	if len(rows) < 30 {
+		t.Errorf("checked %d rows naming a results file, want the 32 of the validation tables", len(rows))
 	}
 }
