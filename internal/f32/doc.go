@@ -16,13 +16,13 @@
 //
 // # Layout
 //
-// The left factor is packed into blocks of six rows (PackLeft), stored
-// column after column, so that the kernel reads the six entries of one
-// column with consecutive loads; the right factor into panels of sixteen
+// The left factor is stored row-major in float32 (PackLeft), with zero
+// rows up to a multiple of six; the right factor in panels of sixteen
 // columns (PackPanels), stored row after row, as package f64 does with
-// eight. Both packers take their matrix either as it is or as its
-// transpose, so that the adjoints of a product (dA = dC·Bᵀ, dB = Aᵀ·dC)
-// need no transposed copies. Rows and columns past the edge are zero.
+// eight, zero past the last column. Both are rounded with vector
+// conversions (four float64 to four float32 per instruction). A caller
+// with a transposed factor, as in the adjoints dA = dC·Bᵀ and dB = Aᵀ·dC,
+// transposes it first in float64 (package ad uses f64.Transpose).
 //
 // On amd64 with AVX2 and FMA, a 6×16 tile of C is twelve running sums of
 // eight float32 lanes, each step broadcasting one entry of A per row and
