@@ -107,7 +107,7 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.StringVar(&o.evalSplit, "eval-split", "test", "final evaluation on the \"test\" set or, for tuning, on the \"validation\" images")
 	fs.IntVar(&o.valN, "val-n", 1000, "validation images for the per-epoch −ELBO")
 	fs.IntVar(&o.trainN, "train-n", 50000, "train on the first train-n of the 50,000 training images (for quick checks)")
-	fs.StringVar(&o.precision, "precision", "float64", "arithmetic of the dense layers' matrix products: float64, or float32 (about 1.4 times faster per step on one core; parameters and everything else stay float64)")
+	fs.StringVar(&o.precision, "precision", "float64", "arithmetic of the dense layers' matrix products: float64, or float32 (about 1.3 times faster per step on one thread; parameters and everything else stay float64)")
 	fs.StringVar(&o.report, "report", "", "print the Markdown tables of the summary.json files under this folder and exit (trains nothing)")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
