@@ -278,8 +278,11 @@ func (n *Net) Logits(t *ad.Tape, z *Puzzles, from, to int) *ad.Var {
 	}
 	if len(n.heads) == 1 {
 		g := ad.Reshape(n.heads[0].Forward(t, h), b, nn2, nn2)
-		for range n.cfg.Refine {
-			g = n.refine(t, g, z.Scrambled[from*nn2*ps:to*nn2*ps])
+		if n.cfg.Refine > 0 {
+			e := n.edgeInputs(t, z.Scrambled[from*nn2*ps:to*nn2*ps], b)
+			for range n.cfg.Refine {
+				g = n.refine(g, e)
+			}
 		}
 		return g
 	}
@@ -308,71 +311,91 @@ func (n *Net) Logits(t *ad.Tape, z *Puzzles, from, to int) *ad.Var {
 	return ad.Reshape(ad.Take(ad.Concat(parts...), inv), b, nn2, nn2)
 }
 
+// edgeInputs holds what every round of edge matching reads for a batch of
+// B puzzles: per side d, the pieces' border strips on that side (B, N, w)
+// and the row of each position's neighbour on that side (neighbourIndex),
+// and the matrices M_d on the tape.
+type edgeInputs struct {
+	strips [4]*ad.Var
+	next   [4][]int
+	m      [4]*ad.Var
+	zero   [4]*ad.Var // one zero row of each strip width, for past the edge
+}
+
+// edgeInputs extracts the border strips of the B·N scrambled pieces and
+// records them, with the neighbour tables and the matrices M_d, once for
+// all the rounds of a batch.
+func (n *Net) edgeInputs(t *ad.Tape, scrambled []float64, b int) *edgeInputs {
+	e := new(edgeInputs)
+	for d, st := range strips(n.grid, scrambled, b, n.cfg.edgeDepth()) {
+		e.strips[d] = t.Const(st)
+		e.next[d] = neighbourIndex(n.grid, b, d)
+		e.m[d] = t.Param(n.edges[d])
+		e.zero[d] = t.Const(ad.Zeros(1, st.Shape[2]))
+	}
+	return e
+}
+
 // refine adds one round of edge-matching terms (Config.Refine) to the
-// logits g (B, N, N) of the scrambled pieces x̃ (B·N pieces).
-func (n *Net) refine(t *ad.Tape, g *ad.Var, scrambled []float64) *ad.Var {
-	gr := n.grid
-	b, nn2 := g.Shape()[0], gr.N()
+// logits g (B, N, N).
+func (n *Net) refine(g *ad.Var, e *edgeInputs) *ad.Var {
+	b, nn2 := g.Shape()[0], n.grid.N()
 	p := relax.SinkhornVar(g, n.cfg.Tau, n.cfg.Iters)
 	pt := ad.Transpose(p) // (B, positions, pieces)
 	for d := range edgeNames {
-		own, opp := borders(gr, scrambled, b, d, n.cfg.edgeDepth())
-		w := own.Shape[2]
-		// s[b, q] = Σ_j P[b, j, q] · (border of piece j facing side d).
-		soft := ad.MatMul(pt, t.Const(opp)) // (B, N, w): the soft piece at q
-		// Move to the neighbour: row (b, q) takes the soft piece next to q
-		// on side d, or a zero row past the edge.
-		flat := ad.Concat(ad.Reshape(soft, b*nn2, w), t.Const(ad.Zeros(1, w)))
-		s := ad.Reshape(ad.Take(flat, neighbourIndex(gr, b, d)), b, nn2, w)
-		em := ad.MatMul(t.Const(own), t.Param(n.edges[d])) // (B, N, w)
+		// The strips facing side d come from the opposite side of the
+		// neighbour: s[b, q] = Σ_j P[b, j, q] · (strip of piece j on side
+		// opp(d)), the soft piece at q; then row (b, q) takes that of the
+		// position next to q on side d, or a zero row past the edge.
+		opp := e.strips[d^1] // top↔bottom, left↔right
+		w := opp.Shape()[2]
+		soft := ad.MatMul(pt, opp)
+		flat := ad.Concat(ad.Reshape(soft, b*nn2, w), e.zero[d])
+		s := ad.Reshape(ad.Take(flat, e.next[d]), b, nn2, w)
+		em := ad.MatMul(e.strips[d], e.m[d]) // (B, N, w)
 		g = ad.Add(g, ad.MatMul(em, ad.Transpose(s)))
 	}
 	return g
 }
 
-// borders returns, for the B·N scrambled pieces, each piece's border strip
-// on side d (top, bottom, left or right), depth pixels deep, and the strip
-// on the opposite side, as (B, N, w) tensors. A strip lists, channel by
-// channel, its rows (or columns) from the border inwards.
-func borders(gr Grid, scrambled []float64, b, d, depth int) (own, opp *ad.Tensor) {
+// strips returns, for the B·N scrambled pieces and each side d (top,
+// bottom, left, right), every piece's border strip on that side, depth
+// pixels deep, as a (B, N, w) tensor. A strip lists, channel by channel,
+// its rows (or columns) from the border inwards.
+func strips(gr Grid, scrambled []float64, b, depth int) [4]*ad.Tensor {
 	nn2, ph, pw, c := gr.N(), gr.PieceH, gr.PieceW, gr.Channels
-	w := stripLen(gr, depth, d)
-	own, opp = ad.Zeros(b, nn2, w), ad.Zeros(b, nn2, w)
-	strip := func(dst, piece []float64, side int) {
-		k := 0
-		for ch := range c {
-			pix := piece[ch*ph*pw:]
-			for l := range depth {
-				switch side {
-				case 0, 1: // rows l (top) or ph−1−l (bottom)
-					y := l
-					if side == 1 {
-						y = ph - 1 - l
-					}
-					for x := range pw {
-						dst[k] = pix[y*pw+x]
-						k++
-					}
-				default: // columns l (left) or pw−1−l (right)
-					x := l
-					if side == 3 {
-						x = pw - 1 - l
-					}
-					for y := range ph {
+	ps := gr.PieceSize()
+	var out [4]*ad.Tensor
+	for d := range out {
+		// Pixel (y, x) of step l inwards and position u along the strip.
+		along, at := pw, func(l, u int) (int, int) { return l, u } // top
+		switch d {
+		case 1: // bottom
+			at = func(l, u int) (int, int) { return ph - 1 - l, u }
+		case 2: // left
+			along, at = ph, func(l, u int) (int, int) { return u, l }
+		case 3: // right
+			along, at = ph, func(l, u int) (int, int) { return u, pw - 1 - l }
+		}
+		w := stripLen(gr, depth, d)
+		st := ad.Zeros(b, nn2, w)
+		for i := range b * nn2 {
+			dst := st.Data[i*w : (i+1)*w]
+			k := 0
+			for ch := range c {
+				pix := scrambled[i*ps+ch*ph*pw:]
+				for l := range depth {
+					for u := range along {
+						y, x := at(l, u)
 						dst[k] = pix[y*pw+x]
 						k++
 					}
 				}
 			}
 		}
+		out[d] = st
 	}
-	ps := gr.PieceSize()
-	for i := range b * nn2 {
-		piece := scrambled[i*ps : (i+1)*ps]
-		strip(own.Data[i*w:(i+1)*w], piece, d)
-		strip(opp.Data[i*w:(i+1)*w], piece, d^1) // top↔bottom, left↔right
-	}
-	return own, opp
+	return out
 }
 
 // neighbourIndex returns, for every row (b, q) of a (B·N, w) table with a

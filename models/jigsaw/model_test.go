@@ -445,12 +445,11 @@ func TestBorders(t *testing.T) {
 		2: {0, 3, 6, 1, 4, 7}, // left: columns 0, 1
 		3: {2, 5, 8, 1, 4, 7}, // right: columns 2, 1
 	}
+	deep, shallow := strips(g, piece, 1, 2), strips(g, piece, 1, 1)
 	for d := range 4 {
-		own, opp := borders(g, piece, 1, d, 2)
-		assert.Equal(t, want[d], own.Data, "side %d", d)
-		assert.Equal(t, want[d^1], opp.Data, "opposite of side %d", d)
-		own1, _ := borders(g, piece, 1, d, 1)
-		assert.Equal(t, want[d][:3], own1.Data, "side %d, depth 1", d)
+		assert.Equal(t, want[d], deep[d].Data, "side %d", d)
+		assert.Equal(t, want[d^1], deep[d^1].Data, "opposite of side %d", d)
+		assert.Equal(t, want[d][:3], shallow[d].Data, "side %d, depth 1", d)
 	}
 	// Above each of the four positions of a 2×2 puzzle: nothing, nothing,
 	// 0, 1 (row 4 is the zero row).
