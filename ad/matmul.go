@@ -136,11 +136,7 @@ func gemmTN(m, n, k int, a, b, c []float64, acc, par bool) {
 		s.packed = f64.PackTo(s.packed, b[:k*n], k, n)
 		gemmRows(0, m, n, k, at, s.packed, c, acc)
 	} else {
-		// aᵀ in blocks of 64 rows (columns of a), shared by the goroutines.
-		const cols = 64
-		parallelFor((m+cols-1)/cols, func(t int) {
-			f64.TransposeCols(at, a[:k*m], k, m, t*cols, min((t+1)*cols, m))
-		})
+		transposeInto(at, a[:k*m], k, m, true)
 		p := f64.Prepare(s.packed, k, n)
 		s.packed = p
 		packedProduct(m, n, k, at, p, c, acc, func(q0, q1 int) { f64.PackPanels(p, b[:k*n], q0, q1) })
@@ -195,11 +191,30 @@ func blocks(m, k, np, workers int) (rb, nr, qb, nq int) {
 	const cacheFloats = 1 << 15 // 256 KiB of float64
 	rb = min((m+3)/4*4, max(4, cacheFloats/max(k, 1)/4*4))
 	nr = (m + rb - 1) / rb
-	qb = max(1, cacheFloats/(8*max(k, 1)))
-	nq = min(np, max((np+qb-1)/qb, 8*workers))
-	qb = (np + nq - 1) / nq
-	nq = (np + qb - 1) / qb
+	qb, nq = splitPanels(np, max(1, cacheFloats/(8*max(k, 1))), workers)
 	return rb, nr, qb, nq
+}
+
+// splitPanels cuts np panels into nq blocks of qb: blocks of at most
+// maxQB panels, and at least 8 blocks per worker where the panels allow,
+// so that uneven blocks balance out.
+func splitPanels(np, maxQB, workers int) (qb, nq int) {
+	nq = min(np, max((np+maxQB-1)/maxQB, 8*workers))
+	qb = (np + nq - 1) / nq
+	return qb, (np + qb - 1) / qb
+}
+
+// transposeInto writes the n×m transpose of the m×n src to dst, in blocks
+// of 64 columns of src over goroutines if par.
+func transposeInto(dst, src []float64, m, n int, par bool) {
+	if !par {
+		f64.Transpose(dst, src, m, n)
+		return
+	}
+	const cols = 64
+	parallelFor((n+cols-1)/cols, func(t int) {
+		f64.TransposeCols(dst, src, m, n, t*cols, min((t+1)*cols, n))
+	})
 }
 
 // gemmRows computes rows i0 … i1−1 of c = a·b (or c += a·b).

@@ -5,7 +5,6 @@ import (
 	"sync"
 
 	"github.com/permlab/permlab/internal/f32"
-	"github.com/permlab/permlab/internal/f64"
 )
 
 // MatMul32 is MatMul with the products of its value and of its adjoints
@@ -83,19 +82,6 @@ func gemmTN32(m, n, k int, a, b, c []float64, acc, par bool) {
 	mm32Pool.Put(s)
 }
 
-// transposeInto writes the n×m transpose of the m×n src to dst, in blocks
-// of 64 columns over goroutines if par.
-func transposeInto(dst, src []float64, m, n int, par bool) {
-	if !par {
-		f64.Transpose(dst, src, m, n)
-		return
-	}
-	const cols = 64
-	parallelFor((n+cols-1)/cols, func(t int) {
-		f64.TransposeCols(dst, src, m, n, t*cols, min((t+1)*cols, n))
-	})
-}
-
 // product32 computes c = a·b (or c += a·b) in float32 for the row-major
 // m×k a and k×n b. Large products are split as packedProduct splits them:
 // the rows of a are rounded first, in parallel blocks; then, where there
@@ -121,10 +107,7 @@ func product32(s *mm32Scratch, m, n, k int, a, b, c []float64, acc, par bool) {
 	bb := max(1, cacheFloats/(6*max(k, 1)))
 	nrb := (nb + bb - 1) / bb
 	parallelFor(nrb, func(t int) { f32.PackLeft(l, a, t*bb, min((t+1)*bb, nb)) })
-	qb := max(1, cacheFloats/(16*max(k, 1)))
-	nq := min(np, max((np+qb-1)/qb, 8*workers))
-	qb = (np + nq - 1) / nq
-	nq = (np + qb - 1) / qb
+	qb, nq := splitPanels(np, max(1, cacheFloats/(16*max(k, 1))), workers)
 	if nrb == 1 || nq >= 2*workers {
 		parallelFor(nq, func(t int) {
 			q0, q1 := t*qb, min((t+1)*qb, np)

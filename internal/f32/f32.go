@@ -11,9 +11,6 @@ const (
 // check the Go loop against the same expectations.
 var useAsm = hasAsm
 
-// UsesAsm reports whether products run on the AVX2/FMA kernel.
-func UsesAsm() bool { return useAsm }
-
 // Left is an m×k matrix rounded to float32 and stored as the left factor
 // of Gemm: row-major, with zero rows after row m up to a multiple of six.
 type Left struct {
@@ -35,9 +32,6 @@ func PrepareLeft(l *Left, m, k int) *Left {
 	clear(l.data[m*k:])
 	return l
 }
-
-// Dims returns the shape m×k of the packed matrix.
-func (l *Left) Dims() (m, k int) { return l.m, l.k }
 
 // Blocks returns the number of row blocks, ⌈m/6⌉; block i holds rows
 // 6i … min(6i+6, m)−1.
@@ -93,9 +87,6 @@ func Prepare(p *Packed, k, n int) *Packed {
 	p.panels = grow(p.panels, p.Panels()*panelWidth*k)
 	return p
 }
-
-// Dims returns the shape k×n of the packed matrix.
-func (p *Packed) Dims() (k, n int) { return p.k, p.n }
 
 // Panels returns the number of column panels, ⌈n/16⌉; panel q holds
 // columns 16q … min(16q+16, n)−1.
