@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -186,4 +187,37 @@ func (f FileRow) Compare(values map[string]float64) (diffs []string, checked int
 		checked++
 	}
 	return diffs, checked, nil
+}
+
+// CheckFiles compares every row of the tables of the Markdown file at path
+// that names a results file ending in suffix (relative to the Markdown
+// file's folder) with that file: values reads a file and returns its
+// value for each column header it knows, and Compare checks the row's
+// cells against them. It returns the number of rows checked and a message
+// for each cell that differs and each row with no column checked.
+func CheckFiles(path, suffix string, values func(data []byte) (map[string]float64, error)) (rows int, diffs []string, err error) {
+	frs, err := FileRows(path, suffix)
+	if err != nil {
+		return 0, nil, err
+	}
+	for _, fr := range frs {
+		data, err := os.ReadFile(filepath.Join(filepath.Dir(path), filepath.FromSlash(fr.Path)))
+		if err != nil {
+			return rows, diffs, fmt.Errorf("line %d: %w", fr.Line, err)
+		}
+		vals, err := values(data)
+		if err != nil {
+			return rows, diffs, fmt.Errorf("line %d: %s: %w", fr.Line, fr.Path, err)
+		}
+		d, checked, err := fr.Compare(vals)
+		if err != nil {
+			return rows, diffs, err
+		}
+		diffs = append(diffs, d...)
+		if checked == 0 {
+			diffs = append(diffs, fmt.Sprintf("line %d: no column checked against %s", fr.Line, fr.Path))
+		}
+		rows++
+	}
+	return rows, diffs, nil
 }

@@ -70,3 +70,29 @@ func TestFileRowsCompare(t *testing.T) {
 	require.Len(t, diffs, 1)
 	require.Contains(t, diffs[0], "has no value")
 }
+
+func TestCheckFiles(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "README.md")
+	text := "| run | tau | file |\n|---|---|---|\n| a | 0.25 | `res/a.json` |\n| b | 0.5 | `res/b.json` |\n"
+	require.NoError(t, os.WriteFile(path, []byte(text), 0o644))
+	require.NoError(t, os.MkdirAll(filepath.Join(dir, "res"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "res", "a.json"), []byte("0.25"), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "res", "b.json"), []byte("0.75"), 0o644))
+	values := func(b []byte) (map[string]float64, error) {
+		v, _, err := Number(string(b))
+		return map[string]float64{"tau": v}, err
+	}
+	rows, diffs, err := CheckFiles(path, ".json", values)
+	require.NoError(t, err)
+	require.Equal(t, 2, rows)
+	require.Len(t, diffs, 1)
+	require.Contains(t, diffs[0], "tau is 0.5, res/b.json has 0.75")
+	_, diffs, err = CheckFiles(path, ".json", func([]byte) (map[string]float64, error) { return nil, nil })
+	require.NoError(t, err)
+	require.Len(t, diffs, 2)
+	require.Contains(t, diffs[0], "no column checked")
+	require.NoError(t, os.Remove(filepath.Join(dir, "res", "b.json")))
+	_, _, err = CheckFiles(path, ".json", values)
+	require.ErrorContains(t, err, "line 4")
+}
