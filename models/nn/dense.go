@@ -34,6 +34,9 @@ const (
 	Float32
 )
 
+// Valid reports whether p is Float64 or Float32.
+func (p Precision) Valid() bool { return p == Float64 || p == Float32 }
+
 // String returns "float64" or "float32".
 func (p Precision) String() string {
 	switch p {
@@ -57,7 +60,7 @@ func ParsePrecision(s string) (Precision, error) {
 
 // MarshalText encodes p by its name, so that configurations read as text.
 func (p Precision) MarshalText() ([]byte, error) {
-	if p != Float64 && p != Float32 {
+	if !p.Valid() {
 		return nil, fmt.Errorf("nn: cannot encode %v", p)
 	}
 	return []byte(p.String()), nil
@@ -106,7 +109,7 @@ func NewDense(rng *rand.Rand, name string, in, out int, init Init, opts ...Optio
 		return nil, fmt.Errorf("nn: NewDense %q: %w", name, err)
 	}
 	o := buildOptions(opts)
-	if o.precision != Float64 && o.precision != Float32 {
+	if !o.precision.Valid() {
 		return nil, fmt.Errorf("nn: NewDense %q: unknown %v", name, o.precision)
 	}
 	d := &Dense{W: ad.NewParam(name+".W", w), In: in, Out: out, Precision: o.precision}
@@ -124,7 +127,7 @@ func (d *Dense) Forward(t *ad.Tape, x *ad.Var) *ad.Var {
 	if d.W == nil || !slices.Equal(d.W.Value.Shape, []int{d.In, d.Out}) || (d.B != nil && !slices.Equal(d.B.Value.Shape, []int{d.Out})) {
 		return fail(t, "Dense: invalid layer: want W (%d, %d) and B (%d)", d.In, d.Out, d.Out)
 	}
-	if d.Precision != Float64 && d.Precision != Float32 {
+	if !d.Precision.Valid() {
 		return fail(t, "Dense: unknown %v", d.Precision)
 	}
 	sh := x.Shape()

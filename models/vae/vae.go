@@ -91,7 +91,7 @@ func (c *Config) validate() error {
 		return fmt.Errorf("vae: unknown %v", c.Estimator)
 	case c.PriorTemp < 0 || math.IsNaN(c.PriorTemp) || math.IsInf(c.PriorTemp, 0):
 		return fmt.Errorf("vae: PriorTemp %v must be finite and >= 0", c.PriorTemp)
-	case c.Precision != nn.Float64 && c.Precision != nn.Float32:
+	case !c.Precision.Valid():
 		return fmt.Errorf("vae: unknown %v", c.Precision)
 	}
 	for i, h := range c.Hidden {
