@@ -18,7 +18,7 @@ const figureIters = 100
 // writeFigure draws, for the first puzzles of z, one row each: the original
 // (cropped) image, the scrambled pieces, the soft reconstructions at taus and
 // the hard reconstruction, like Figure 3a of the paper.
-func writeFigure(path string, net *jigsaw.Net, z *jigsaw.Puzzles, taus []float64) error {
+func writeFigure(path string, net *jigsaw.Net, z *jigsaw.Puzzles, taus []float64, dec jigsaw.Decoder) error {
 	g := net.Grid()
 	k := min(figureRows, z.Len())
 	head := &jigsaw.Puzzles{Grid: g, Pieces: z.Pieces[:k*g.N()*g.PieceSize()], Scrambled: z.Scrambled[:k*g.N()*g.PieceSize()], Perms: z.Perms[:k]}
@@ -40,7 +40,7 @@ func writeFigure(path string, net *jigsaw.Net, z *jigsaw.Puzzles, taus []float64
 			return err
 		}
 	}
-	preds, err := net.Solve(head)
+	preds, err := net.SolveWith(head, dec)
 	if err != nil {
 		return err
 	}

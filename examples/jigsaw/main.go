@@ -25,6 +25,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -53,6 +54,8 @@ type options struct {
 	cfg                         jigsaw.Config
 	figTaus                     string
 	sizes                       string // -table2 sizes, in run order
+	load                        string // trained network (file; -table2: folder)
+	dec                         jigsaw.Decoder
 }
 
 func main() {
@@ -87,7 +90,11 @@ func main() {
 	flag.IntVar(&o.cfg.Refine, "refine", 0, "edge-matching rounds after the first logits (0: none; see jigsaw.Config.Refine)")
 	flag.IntVar(&o.cfg.EdgeDepth, "edge-depth", 1, "pixel rows in a border strip of -refine")
 	flag.StringVar(&o.figTaus, "figtaus", "1,0.3,0.1", "temperatures of the soft reconstructions in the figure")
+	flag.StringVar(&o.load, "load", "", "evaluate this saved network (.gob written by an earlier run) instead of training one; with -table2, a folder holding one jigsaw_*_pN.gob per size")
+	flag.Float64Var(&o.dec.Pairwise, "pairwise", 0, "decode by the quadratic score with this weight of the learned edge compatibilities (0: the linear assignment M(g); needs -refine; see jigsaw.Decoder)")
+	flag.IntVar(&o.dec.Anneal, "anneal", 0, "simulated-annealing proposals per puzzle of the -pairwise decoder (0: pair swaps only)")
 	flag.Parse()
+	o.dec.Seed = o.seed
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
@@ -181,16 +188,87 @@ type record struct {
 	Oracle     *jigsaw.Metrics `json:"oracle,omitempty"`
 	GoMaxProcs int             `json:"gomaxprocs"`
 	Command    string          `json:"command"`
+	// Model is the checkpoint of -load, and TrainCommand the command that
+	// trained it (from the JSON beside it), when the network was loaded.
+	Model        string `json:"model,omitempty"`
+	TrainCommand string `json:"train_command,omitempty"`
+	// Decoder is the decoder of -pairwise and -anneal (absent for M(g)),
+	// and DecodeSec the seconds it took on the held-out puzzles.
+	Decoder   *jigsaw.Decoder `json:"decoder,omitempty"`
+	DecodeSec float64         `json:"decode_seconds,omitempty"`
 }
 
 // experiment trains and evaluates one puzzle size and writes its JSON,
 // figure and checkpoint under o.out.
 func experiment(ctx context.Context, o options, p int, train, test *dataset.Images, name string) (*record, error) {
+	var (
+		net *jigsaw.Net
+		rec *record
+		err error
+	)
+	if o.load != "" {
+		if net, rec, err = loadTrained(o, p, train); err != nil {
+			return nil, err
+		}
+	} else if net, rec, err = trainNet(ctx, o, p, train); err != nil {
+		return nil, err
+	}
+	if o.dec.Pairwise != 0 || o.dec.Anneal != 0 {
+		rec.Decoder = &o.dec
+	}
+	rec.Data, rec.GoMaxProcs, rec.Command = name, runtime.GOMAXPROCS(0), strings.Join(os.Args, " ")
+	held := test
+	if o.evalN > 0 && o.evalN < test.N {
+		held = test.Subset(seq(o.evalN))
+	}
+	z, err := jigsaw.MakePuzzles(net.Grid(), held.Pixels, nil, evalRNG(o.seed))
+	if err != nil {
+		return nil, err
+	}
+	start := time.Now()
+	if rec.Metrics, err = net.EvaluateWith(z, o.dec); err != nil {
+		return nil, err
+	}
+	if rec.Decoder != nil {
+		rec.DecodeSec = time.Since(start).Seconds()
+	}
+	if rec.Oracle, err = oracleMetrics(z, o.seed); err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(o.out, 0o755); err != nil {
+		return nil, err
+	}
+	base := filepath.Join(o.out, fmt.Sprintf("jigsaw_%s_p%d", safe(name), p))
+	if err := writeJSON(base+".json", rec); err != nil {
+		return nil, err
+	}
+	if o.load == "" {
+		if err := net.SaveFile(base + ".gob"); err != nil {
+			return nil, err
+		}
+	}
+	taus, err := parseFloats(o.figTaus)
+	if err != nil {
+		return nil, err
+	}
+	if err := writeFigure(base+".png", net, z, taus, o.dec); err != nil {
+		return nil, err
+	}
+	if o.load == "" {
+		fmt.Fprintf(os.Stderr, "wrote %s.{json,gob,png}\n", base)
+	} else {
+		fmt.Fprintf(os.Stderr, "wrote %s.{json,png}\n", base)
+	}
+	return rec, nil
+}
+
+// trainNet trains a network for p pieces per side on train.
+func trainNet(ctx context.Context, o options, p int, train *dataset.Images) (*jigsaw.Net, *record, error) {
 	cfg := o.cfg
 	cfg.P, cfg.Channels, cfg.Height, cfg.Width, cfg.Heads = p, train.Channels, train.Height, train.Width, 1
 	net, err := jigsaw.New(cfg, o.seed)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	steps := o.steps
 	if steps == 0 {
@@ -206,46 +284,48 @@ func experiment(ctx context.Context, o options, p int, train, test *dataset.Imag
 	start := time.Now()
 	trace, err := net.Train(ctx, jigsaw.Data{Pixels: train.Pixels}, tc)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	rec := &record{
-		P: p, Data: name, Config: cfg, Steps: steps, Batch: o.batch, LR: o.lr, Seed: o.seed,
+	return net, &record{
+		P: p, Config: cfg, Steps: steps, Batch: o.batch, LR: o.lr, Seed: o.seed,
 		Params: net.NumParams(), TrainSec: time.Since(start).Seconds(), FinalLoss: tailMean(trace, 100),
-		GoMaxProcs: runtime.GOMAXPROCS(0), Command: strings.Join(os.Args, " "),
+	}, nil
+}
+
+// loadTrained reads the network of -load for p pieces per side (with
+// -table2, the one checkpoint jigsaw_*_pN.gob in the -load folder). The
+// training fields of the record come from the JSON written beside the
+// checkpoint by the run that trained it, when it is there.
+func loadTrained(o options, p int, train *dataset.Images) (*jigsaw.Net, *record, error) {
+	path := o.load
+	if o.table2 {
+		m, err := filepath.Glob(filepath.Join(o.load, fmt.Sprintf("jigsaw_*_p%d.gob", p)))
+		if err != nil {
+			return nil, nil, err
+		}
+		if len(m) != 1 {
+			return nil, nil, fmt.Errorf("-load %s: want one jigsaw_*_p%d.gob, found %d", o.load, p, len(m))
+		}
+		path = m[0]
 	}
-	held := test
-	if o.evalN > 0 && o.evalN < test.N {
-		held = test.Subset(seq(o.evalN))
-	}
-	z, err := jigsaw.MakePuzzles(net.Grid(), held.Pixels, nil, evalRNG(o.seed))
+	net, err := jigsaw.LoadFile(path)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	if rec.Metrics, err = net.Evaluate(z); err != nil {
-		return nil, err
+	if g := net.Grid(); g.P != p || g.Channels != train.Channels || g.Height != train.Height || g.Width != train.Width {
+		return nil, nil, fmt.Errorf("-load %s: network for %d x %d pieces of %dx%dx%d images, want %d x %d of %dx%dx%d", path, g.P, g.P, g.Channels, g.Height, g.Width, p, p, train.Channels, train.Height, train.Width)
 	}
-	if rec.Oracle, err = oracleMetrics(z, o.seed); err != nil {
-		return nil, err
+	rec := &record{P: p, Config: net.Config(), Params: net.NumParams(), Model: path}
+	trained := strings.TrimSuffix(path, ".gob") + ".json"
+	if b, err := os.ReadFile(trained); err == nil {
+		var t record
+		if err := json.Unmarshal(b, &t); err != nil {
+			return nil, nil, fmt.Errorf("%s: %w", trained, err)
+		}
+		rec.Steps, rec.Batch, rec.LR, rec.Seed = t.Steps, t.Batch, t.LR, t.Seed
+		rec.TrainSec, rec.FinalLoss, rec.TrainCommand = t.TrainSec, t.FinalLoss, t.Command
 	}
-	if err := os.MkdirAll(o.out, 0o755); err != nil {
-		return nil, err
-	}
-	base := filepath.Join(o.out, fmt.Sprintf("jigsaw_%s_p%d", safe(name), p))
-	if err := writeJSON(base+".json", rec); err != nil {
-		return nil, err
-	}
-	if err := net.SaveFile(base + ".gob"); err != nil {
-		return nil, err
-	}
-	taus, err := parseFloats(o.figTaus)
-	if err != nil {
-		return nil, err
-	}
-	if err := writeFigure(base+".png", net, z, taus); err != nil {
-		return nil, err
-	}
-	fmt.Fprintf(os.Stderr, "wrote %s.{json,gob,png}\n", base)
-	return rec, nil
+	return net, rec, nil
 }
 
 func tailMean(x []float64, k int) float64 {

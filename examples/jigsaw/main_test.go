@@ -68,6 +68,29 @@ func TestImagesFolderRun(t *testing.T) {
 	net, err := jigsaw.LoadFile(filepath.Join(out, "jigsaw_images-"+filepath.Base(in)+"_p2.gob"))
 	require.NoError(t, err)
 	assert.Equal(t, r.Params, net.NumParams())
+
+	// -load evaluates the saved network without training: the same
+	// metrics, the training fields from the JSON beside it.
+	gob := filepath.Join(out, "jigsaw_images-"+filepath.Base(in)+"_p2.gob")
+	again := t.TempDir()
+	o.oracle, o.load, o.out = false, gob, again
+	require.NoError(t, run(context.Background(), o))
+	b, err = os.ReadFile(filepath.Join(again, "jigsaw_images-"+filepath.Base(in)+"_p2.json"))
+	require.NoError(t, err)
+	var l record
+	require.NoError(t, json.Unmarshal(b, &l))
+	assert.Equal(t, r.Metrics, l.Metrics)
+	assert.Equal(t, gob, l.Model)
+	assert.Equal(t, r.Steps, l.Steps)
+	assert.Equal(t, r.Command, l.TrainCommand)
+	assert.Nil(t, l.Decoder)
+	_, err = os.Stat(filepath.Join(again, "jigsaw_images-"+filepath.Base(in)+"_p2.gob"))
+	assert.True(t, os.IsNotExist(err), "-load must not write a checkpoint")
+	// The pairwise decoder needs edge matching; a wrong size is an error.
+	o.dec = jigsaw.Decoder{Pairwise: 1, Seed: 1}
+	assert.ErrorContains(t, run(context.Background(), o), "edge matching")
+	o.dec, o.p = jigsaw.Decoder{Seed: 1}, 3
+	assert.ErrorContains(t, run(context.Background(), o), "network for 2 x 2 pieces")
 }
 
 func TestRecordsRoundTrip(t *testing.T) {
@@ -87,6 +110,9 @@ func TestRecordsRoundTrip(t *testing.T) {
 	assert.NotContains(t, table, "best possible", "no record has an oracle")
 	recs[4].Oracle = &jigsaw.Metrics{Puzzles: 5, KendallTau: 0.75}
 	assert.Contains(t, formatTable(recs), "| Kendall tau, best possible | - | - | 0.750 | - | - |")
+	assert.NotContains(t, formatTable(recs), "decoder")
+	recs[4].Decoder, recs[4].DecodeSec = &jigsaw.Decoder{Pairwise: 5, Anneal: 400000}, 90
+	assert.Contains(t, formatTable(recs), "| decoder: pairwise weight, annealing proposals, minutes | - | - | 5, 400000, 1.5 | - | - |")
 }
 
 func TestParseSizes(t *testing.T) {

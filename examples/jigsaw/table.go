@@ -179,6 +179,21 @@ func formatTable(recs map[int]*record) string {
 		}
 	}
 	b.WriteString("\n")
+	hasDecoder := false
+	for _, r := range recs {
+		hasDecoder = hasDecoder || r.Decoder != nil
+	}
+	if hasDecoder {
+		b.WriteString("| decoder: pairwise weight, annealing proposals, minutes |")
+		for _, p := range tableSizes {
+			if r, ok := recs[p]; ok && r.Decoder != nil {
+				fmt.Fprintf(&b, " %g, %d, %.1f |", r.Decoder.Pairwise, r.Decoder.Anneal, r.DecodeSec/60)
+			} else {
+				b.WriteString(" - |")
+			}
+		}
+		b.WriteString("\n")
+	}
 	return b.String()
 }
 

@@ -49,6 +49,14 @@
 // which leaves every s_d alone and permutes the added rows: g stays
 // equivariant.
 //
+// M(g) still scores each piece's position on its own. A network with edge
+// matching can also be decoded by the quadratic score of the hard
+// arrangement (Decoder, Net.SolveWith): the final logits plus λ times the
+// learned compatibilities c(i, j) of the pieces that end up side by side,
+// c being the terms a round of edge matching adds when its assignment is
+// hard. This is a quadratic assignment problem; SolveWith searches it
+// heuristically, by pair swaps and simulated annealing from M(g).
+//
 // # Training
 //
 // The loss is the squared reconstruction error with the relaxed

@@ -1,0 +1,361 @@
+package jigsaw
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"runtime"
+	"sync"
+
+	"gonum.org/v1/gonum/mat"
+
+	"github.com/permlab/permlab/perm"
+	"github.com/permlab/permlab/relax"
+)
+
+// Decoder says how SolveWith turns the scores of a network into a hard
+// assignment. The zero value is the linear assignment M(g) of Solve.
+//
+// With Pairwise > 0 (networks with Config.Refine only), SolveWith maximises
+// the quadratic score of an arrangement σ (piece → position)
+//
+//	E(σ) = Σ_i g[i, σ(i)] + λ Σ_{q left of q'} c_h(at(q), at(q')) + λ Σ_{q above q'} c_v(at(q), at(q')),
+//
+// with g the network's final logits, λ = Pairwise, at(q) the piece placed at
+// q, and c the learned compatibility of two pieces side by side: for piece
+// j right of piece i, c_h(i, j) = b_right(i)ᵀ M_right b_left(j) +
+// b_left(j)ᵀ M_left b_right(i), the two terms that a round of edge matching
+// adds when its assignment is hard (c_v likewise with bottom and top). The
+// rounds of Config.Refine only ever see soft neighbours; E scores the hard
+// arrangement itself. Maximising E is a quadratic assignment problem, NP-hard
+// in general; SolveWith starts from M(g), climbs by swapping pairs of
+// pieces, then, with Anneal > 0, runs simulated annealing (Anneal proposals;
+// four in five swap two pieces, one in five shifts a random rectangle of
+// pieces cyclically by one place, which moves a misplaced block at once;
+// the temperature falls geometrically from StartTemp to EndTemp), keeps the
+// best arrangement seen and climbs by swaps again. The result scores at least
+// E(M(g)).
+type Decoder struct {
+	// Pairwise is the weight λ of the edge compatibilities (0: M(g)).
+	Pairwise float64
+	// Anneal is the number of annealing proposals per puzzle (0: none,
+	// swaps only).
+	Anneal int
+	// StartTemp and EndTemp bound the annealing temperature, in units of
+	// E (0: 60 and 0.03).
+	StartTemp, EndTemp float64
+	// Seed seeds the annealing; puzzle b uses a PCG source of (Seed, b), so
+	// the result does not depend on GOMAXPROCS.
+	Seed uint64
+}
+
+// DefaultDecoder returns the decoder used for the MNIST tables, chosen on
+// validation puzzles (see the README): λ = 5, 400,000 annealing proposals
+// per puzzle, temperatures 60 to 0.03.
+func DefaultDecoder() Decoder {
+	return Decoder{Pairwise: 5, Anneal: 400000, StartTemp: 60, EndTemp: 0.03, Seed: 1}
+}
+
+// blockMoves is the share of annealing proposals that shift a block.
+const blockMoves = 0.2
+
+func (d Decoder) temps() (start, end float64) {
+	start, end = d.StartTemp, d.EndTemp
+	if start == 0 {
+		start = 60
+	}
+	if end == 0 {
+		end = 0.03
+	}
+	return start, end
+}
+
+func (d Decoder) validate(refine int) error {
+	start, end := d.temps()
+	switch {
+	case !(d.Pairwise >= 0) || math.IsInf(d.Pairwise, 0):
+		return fmt.Errorf("pairwise weight %v must be finite and >= 0", d.Pairwise)
+	case d.Pairwise > 0 && refine == 0:
+		return errors.New("a pairwise weight needs a network with edge matching (Config.Refine > 0)")
+	case d.Anneal < 0:
+		return fmt.Errorf("anneal %d must be >= 0", d.Anneal)
+	case d.Anneal > 0 && d.Pairwise == 0:
+		return errors.New("annealing needs a pairwise weight > 0")
+	case !(start > 0) || !(end > 0) || math.IsInf(start, 0) || end > start:
+		return fmt.Errorf("temperatures %v to %v must be finite, > 0 and falling", d.StartTemp, d.EndTemp)
+	}
+	return nil
+}
+
+// SolveWith returns a hard assignment of every puzzle of z, decoded as d
+// says: pred[b][i] is the predicted position of scrambled piece i of puzzle
+// b. The result does not depend on GOMAXPROCS.
+func (n *Net) SolveWith(z *Puzzles, d Decoder) ([]perm.Perm, error) {
+	if err := d.validate(n.cfg.Refine); err != nil {
+		return nil, fmt.Errorf("jigsaw: SolveWith: %w", err)
+	}
+	logits, err := n.LogitMatrices(z)
+	if err != nil {
+		return nil, err
+	}
+	ms := make([]mat.Matrix, len(logits))
+	for i, g := range logits {
+		ms[i] = g
+	}
+	preds, err := relax.MatchingBatch(ms)
+	if err != nil {
+		return nil, fmt.Errorf("jigsaw: SolveWith: %w", err)
+	}
+	if d.Pairwise == 0 {
+		return preds, nil
+	}
+	nn2, ps := n.grid.N(), n.grid.PieceSize()
+	var wg sync.WaitGroup
+	workers := min(runtime.GOMAXPROCS(0), len(preds))
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			s := newArranger(n.grid.P)
+			for b := w; b < len(preds); b += workers {
+				n.edgeTables(s.h, s.v, z.Scrambled[b*nn2*ps:(b+1)*nn2*ps])
+				s.decode(preds[b], logits[b].RawMatrix().Data, d, uint64(b))
+			}
+		}()
+	}
+	wg.Wait()
+	return preds, nil
+}
+
+// EvaluateWith decodes every puzzle of z with d and averages the Metrics.
+func (n *Net) EvaluateWith(z *Puzzles, d Decoder) (Metrics, error) {
+	preds, err := n.SolveWith(z, d)
+	if err != nil {
+		return Metrics{}, err
+	}
+	return ScoreAll(z, preds)
+}
+
+// edgeTables fills h[i*N+j], the compatibility c_h of piece j right of piece
+// i, and v[i*N+j], c_v of piece j below piece i, for the N scrambled pieces
+// of one puzzle (see Decoder).
+func (n *Net) edgeTables(h, v []float64, scrambled []float64) {
+	nn2 := n.grid.N()
+	st := strips(n.grid, scrambled, 1, n.cfg.edgeDepth())
+	// em[d][i] = b_d(i)ᵀ M_d, the strip of piece i on side d through M_d.
+	var em [4][]float64
+	for d := range em {
+		w := st[d].Shape[2]
+		m := n.edges[d].Value.Data
+		em[d] = make([]float64, nn2*w)
+		for i := range nn2 {
+			out := em[d][i*w : (i+1)*w]
+			for k, x := range st[d].Data[i*w : (i+1)*w] {
+				for l, mkl := range m[k*w : (k+1)*w] {
+					out[l] += x * mkl
+				}
+			}
+		}
+	}
+	// facing returns b_d(i)ᵀ M_d b_opp(d)(j), the term of piece i for
+	// piece j next to it on side d (top, bottom, left, right).
+	facing := func(d, i, j int) float64 {
+		w := st[d].Shape[2]
+		a, b := em[d][i*w:(i+1)*w], st[d^1].Data[j*w:(j+1)*w]
+		s := 0.0
+		for k := range a {
+			s += a[k] * b[k]
+		}
+		return s
+	}
+	for i := range nn2 {
+		for j := range nn2 {
+			h[i*nn2+j] = facing(3, i, j) + facing(2, j, i)
+			v[i*nn2+j] = facing(1, i, j) + facing(0, j, i)
+		}
+	}
+}
+
+// arranger searches arrangements of one p × p puzzle for a high E.
+type arranger struct {
+	p         int
+	h, v      []float64 // edge tables (edgeTables)
+	u         []float64 // unary scores, u[i*N+q]
+	lam       float64
+	at        []int // at[q] is the piece at position q
+	best, tmp []int
+}
+
+func newArranger(p int) *arranger {
+	n := p * p
+	return &arranger{p: p, h: make([]float64, n*n), v: make([]float64, n*n),
+		at: make([]int, n), best: make([]int, n), tmp: make([]int, n)}
+}
+
+// decode improves pred (piece → position, M(g) on entry) in place as d says.
+func (s *arranger) decode(pred perm.Perm, u []float64, d Decoder, puzzle uint64) {
+	if len(pred) < 2 {
+		return // one piece: nothing to arrange
+	}
+	s.u, s.lam = u, d.Pairwise
+	for i, q := range pred {
+		s.at[q] = i
+	}
+	s.climb()
+	if d.Anneal > 0 {
+		start, end := d.temps()
+		s.anneal(rand.New(rand.NewPCG(d.Seed, puzzle)), d.Anneal, start, end)
+		s.climb()
+	}
+	for q, i := range s.at {
+		pred[i] = q
+	}
+}
+
+// energy returns E of the current arrangement.
+func (s *arranger) energy() float64 {
+	p, n := s.p, s.p*s.p
+	e := 0.0
+	for q, i := range s.at {
+		e += s.u[i*n+q]
+		if q%p < p-1 {
+			e += s.lam * s.h[i*n+s.at[q+1]]
+		}
+		if q/p < p-1 {
+			e += s.lam * s.v[i*n+s.at[q+p]]
+		}
+	}
+	return e
+}
+
+// edges returns λ times the compatibilities of position q with its
+// neighbours, the edge to position skip left out.
+func (s *arranger) edges(q, skip int) float64 {
+	p, n := s.p, s.p*s.p
+	r, c := q/p, q%p
+	i := s.at[q]
+	e := 0.0
+	if c > 0 && q-1 != skip {
+		e += s.h[s.at[q-1]*n+i]
+	}
+	if c < p-1 && q+1 != skip {
+		e += s.h[i*n+s.at[q+1]]
+	}
+	if r > 0 && q-p != skip {
+		e += s.v[s.at[q-p]*n+i]
+	}
+	if r < p-1 && q+p != skip {
+		e += s.v[i*n+s.at[q+p]]
+	}
+	return s.lam * e
+}
+
+// local is the part of E that involves position q1 or q2.
+func (s *arranger) local(q1, q2 int) float64 {
+	n := s.p * s.p
+	return s.u[s.at[q1]*n+q1] + s.u[s.at[q2]*n+q2] + s.edges(q1, -1) + s.edges(q2, q1)
+}
+
+// climb swaps pairs of positions while a swap raises E.
+func (s *arranger) climb() {
+	n := s.p * s.p
+	for improved := true; improved; {
+		improved = false
+		for q1 := range n {
+			for q2 := q1 + 1; q2 < n; q2++ {
+				before := s.local(q1, q2)
+				s.at[q1], s.at[q2] = s.at[q2], s.at[q1]
+				if s.local(q1, q2) > before+1e-12 {
+					improved = true
+					continue
+				}
+				s.at[q1], s.at[q2] = s.at[q2], s.at[q1]
+			}
+		}
+	}
+}
+
+// anneal runs steps proposals of simulated annealing from the current
+// arrangement at temperatures falling geometrically from start to end, and
+// leaves the best arrangement seen.
+func (s *arranger) anneal(rng *rand.Rand, steps int, start, end float64) {
+	n := s.p * s.p
+	copy(s.best, s.at)
+	e := s.energy()
+	best := e
+	cool := math.Pow(end/start, 1/float64(steps))
+	temp := start
+	for range steps {
+		var delta float64
+		var q1, q2 int
+		block := rng.Float64() < blockMoves
+		if block {
+			copy(s.tmp, s.at)
+			s.shiftBlock(rng)
+			delta = s.energy() - e
+		} else {
+			q1 = rng.IntN(n)
+			q2 = rng.IntN(n - 1)
+			if q2 >= q1 {
+				q2++
+			}
+			before := s.local(q1, q2)
+			s.at[q1], s.at[q2] = s.at[q2], s.at[q1]
+			delta = s.local(q1, q2) - before
+		}
+		if delta >= 0 || rng.Float64() < math.Exp(delta/temp) {
+			if e += delta; e > best {
+				best = e
+				copy(s.best, s.at)
+			}
+		} else if block {
+			copy(s.at, s.tmp)
+		} else {
+			s.at[q1], s.at[q2] = s.at[q2], s.at[q1]
+		}
+		temp *= cool
+	}
+	copy(s.at, s.best)
+}
+
+// shiftBlock shifts the pieces of a random rectangle of positions by one
+// place along a random axis and direction, cyclically within the rectangle
+// (a no-op for a one-position rectangle).
+func (s *arranger) shiftBlock(rng *rand.Rand) {
+	p := s.p
+	r0, r1 := rng.IntN(p), rng.IntN(p)
+	c0, c1 := rng.IntN(p), rng.IntN(p)
+	r0, r1 = min(r0, r1), max(r0, r1)
+	c0, c1 = min(c0, c1), max(c0, c1)
+	vertical, back := rng.IntN(2) == 0, rng.IntN(2) == 0
+	if vertical && r0 == r1 || !vertical && c0 == c1 {
+		vertical = !vertical
+	}
+	// Walk each line of the rectangle along the axis, rotating its
+	// positions by one.
+	lines, length := r1-r0+1, c1-c0+1
+	pos := func(line, k int) int { return (r0+line)*p + c0 + k }
+	if vertical {
+		lines, length = c1-c0+1, r1-r0+1
+		pos = func(line, k int) int { return (r0+k)*p + c0 + line }
+	}
+	if length < 2 {
+		return
+	}
+	for l := range lines {
+		if back {
+			first := s.at[pos(l, 0)]
+			for k := 0; k < length-1; k++ {
+				s.at[pos(l, k)] = s.at[pos(l, k+1)]
+			}
+			s.at[pos(l, length-1)] = first
+		} else {
+			last := s.at[pos(l, length-1)]
+			for k := length - 1; k > 0; k-- {
+				s.at[pos(l, k)] = s.at[pos(l, k-1)]
+			}
+			s.at[pos(l, 0)] = last
+		}
+	}
+}
