@@ -50,13 +50,6 @@ type Decoder struct {
 	Seed uint64
 }
 
-// DefaultDecoder returns the decoder used for the MNIST tables, chosen on
-// validation puzzles (see the README): λ = 5, 400,000 annealing proposals
-// per puzzle, temperatures 60 to 0.03.
-func DefaultDecoder() Decoder {
-	return Decoder{Pairwise: 5, Anneal: 400000, StartTemp: 60, EndTemp: 0.03, Seed: 1}
-}
-
 // blockMoves is the share of annealing proposals that shift a block.
 const blockMoves = 0.2
 
