@@ -556,30 +556,15 @@ func (n *Net) logitMatrices(z *Puzzles, rounds int) ([]*mat.Dense, error) {
 }
 
 // Solve returns the hard assignment M(g(X̃)) of every puzzle: pred[b][i] is the
-// predicted position of scrambled piece i of puzzle b.
+// predicted position of scrambled piece i of puzzle b. It is SolveWith with
+// the zero Decoder.
 func (n *Net) Solve(z *Puzzles) ([]perm.Perm, error) {
-	gs, err := n.LogitMatrices(z)
-	if err != nil {
-		return nil, err
-	}
-	ms := make([]mat.Matrix, len(gs))
-	for i, g := range gs {
-		ms[i] = g
-	}
-	ps, err := relax.MatchingBatch(ms)
-	if err != nil {
-		return nil, fmt.Errorf("jigsaw: Solve: %w", err)
-	}
-	return ps, nil
+	return n.SolveWith(z, Decoder{})
 }
 
 // Evaluate solves every puzzle of z and averages the Metrics.
 func (n *Net) Evaluate(z *Puzzles) (Metrics, error) {
-	preds, err := n.Solve(z)
-	if err != nil {
-		return Metrics{}, err
-	}
-	return ScoreAll(z, preds)
+	return n.EvaluateWith(z, Decoder{})
 }
 
 // ScoreAll averages Score over the puzzles of z with predictions preds.
