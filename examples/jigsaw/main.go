@@ -21,6 +21,15 @@
 // paper's numbers; every finished size is appended to a JSON-lines file
 // (-results) and skipped when the command is run again, so an interrupted
 // table resumes.
+//
+// -load evaluates a network saved by an earlier run instead of training one
+// (with -table2, a folder holding one jigsaw_*_pN.gob per size). For a
+// network with edge matching (-refine), -pairwise and -anneal decode by the
+// quadratic score of the hard arrangement instead of M(g):
+//
+//	go run ./examples/jigsaw -mnist DIR -p 5 -load /tmp/t2d2/jigsaw_mnist-test_p5.gob -pairwise 5 -anneal 1600000
+//
+// (see jigsaw.Decoder and models/jigsaw/README.md).
 package main
 
 import (
