@@ -250,12 +250,6 @@ func (n *Net) NumParams() int {
 // a (B, N, N) Var: row i of matrix b scores the positions of scrambled piece
 // i. With several heads, each puzzle uses head z.Labels[b].
 func (n *Net) Logits(t *ad.Tape, z *Puzzles, from, to int) *ad.Var {
-	return n.logits(t, z, from, to, n.cfg.Refine)
-}
-
-// logits is Logits with only the first rounds of edge matching
-// (0 <= rounds <= Config.Refine).
-func (n *Net) logits(t *ad.Tape, z *Puzzles, from, to, rounds int) *ad.Var {
 	g, nn2, ps := n.grid, n.grid.N(), n.grid.PieceSize()
 	if err := n.check(z, from, to); err != nil {
 		t.Fail(fmt.Errorf("jigsaw: Logits: %w", err))
@@ -284,9 +278,9 @@ func (n *Net) logits(t *ad.Tape, z *Puzzles, from, to, rounds int) *ad.Var {
 	}
 	if len(n.heads) == 1 {
 		g := ad.Reshape(n.heads[0].Forward(t, h), b, nn2, nn2)
-		if rounds > 0 {
+		if n.cfg.Refine > 0 {
 			e := n.edgeInputs(t, z.Scrambled[from*nn2*ps:to*nn2*ps], b)
-			for range rounds {
+			for range n.cfg.Refine {
 				g = n.refine(g, e)
 			}
 		}
@@ -526,14 +520,6 @@ const evalBatch = 256
 
 // LogitMatrices returns g(X̃) for every puzzle of z, computed without noise.
 func (n *Net) LogitMatrices(z *Puzzles) ([]*mat.Dense, error) {
-	return n.logitMatrices(z, n.cfg.Refine)
-}
-
-// logitMatrices is LogitMatrices with only the first rounds of edge matching.
-func (n *Net) logitMatrices(z *Puzzles, rounds int) ([]*mat.Dense, error) {
-	if z == nil {
-		return nil, errors.New("jigsaw: LogitMatrices: nil puzzles")
-	}
 	if err := n.check(z, 0, z.Len()); err != nil {
 		return nil, fmt.Errorf("jigsaw: LogitMatrices: %w", err)
 	}
@@ -543,7 +529,7 @@ func (n *Net) logitMatrices(z *Puzzles, rounds int) ([]*mat.Dense, error) {
 	for from := 0; from < z.Len(); from += evalBatch {
 		to := min(from+evalBatch, z.Len())
 		t.Reset()
-		g := n.logits(t, z, from, to, rounds)
+		g := n.Logits(t, z, from, to)
 		if err := t.Err(); err != nil {
 			return nil, fmt.Errorf("jigsaw: LogitMatrices: %w", err)
 		}

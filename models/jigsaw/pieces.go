@@ -156,8 +156,13 @@ type Puzzles struct {
 	Labels    []int
 }
 
-// Len returns the number of puzzles.
-func (z *Puzzles) Len() int { return len(z.Perms) }
+// Len returns the number of puzzles (0 for nil).
+func (z *Puzzles) Len() int {
+	if z == nil {
+		return 0
+	}
+	return len(z.Perms)
+}
 
 // MakePuzzles cuts each image of imgs (n images of Grid.ImageSize values, one
 // after another) and scrambles it with a uniformly random permutation drawn
