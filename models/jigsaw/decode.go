@@ -192,9 +192,7 @@ func (s *arranger) decode(pred perm.Perm, u []float64, d Decoder, puzzle uint64)
 		return // one piece: nothing to arrange
 	}
 	s.u, s.lam = u, d.Pairwise
-	for i, q := range pred {
-		s.at[q] = i
-	}
+	s.place(pred)
 	s.climb()
 	if d.Anneal > 0 {
 		start, end := d.temps()
@@ -203,6 +201,13 @@ func (s *arranger) decode(pred perm.Perm, u []float64, d Decoder, puzzle uint64)
 	}
 	for q, i := range s.at {
 		pred[i] = q
+	}
+}
+
+// place sets the arrangement to pred (piece → position).
+func (s *arranger) place(pred perm.Perm) {
+	for i, q := range pred {
+		s.at[q] = i
 	}
 }
 

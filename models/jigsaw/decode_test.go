@@ -47,14 +47,12 @@ func TestEdgeTablesMatchRefineTerms(t *testing.T) {
 		rng := rand.New(rand.NewPCG(3, uint64(depth)))
 		for range 5 {
 			sigma := perm.Random(nn2, rng)
-			hard := ad.Zeros(1, nn2, nn2)
-			for i, q := range sigma {
-				hard.Data[i*nn2+q] = 1
-				s.at[q] = i
-			}
+			s.place(sigma)
+			hard, err := sigma.Matrix()
+			require.NoError(t, err)
 			tp := ad.NewTape()
 			e := net.edgeInputs(tp, z.Scrambled, 1)
-			added := net.edgeTerms(tp.Const(ad.Zeros(1, nn2, nn2)), tp.Const(hard), e).Value()
+			added := net.edgeTerms(tp.Const(ad.Zeros(1, nn2, nn2)), tp.Const(&ad.Tensor{Shape: []int{1, nn2, nn2}, Data: hard.RawMatrix().Data}), e).Value()
 			require.NoError(t, tp.Err())
 			want := 0.0
 			for i, q := range sigma {
@@ -85,60 +83,31 @@ func TestArrangerFindsOptimum(t *testing.T) {
 		}
 		s.u, s.lam = u, 1
 		best := math.Inf(-1)
-		all := perm.Identity(n)
-		for ok := true; ok; ok = nextPerm(all) {
-			copy(s.at, all)
+		require.NoError(t, perm.Enumerate(n, nil, func(all perm.Perm) error {
+			s.place(all)
 			best = max(best, s.energy())
-		}
+			return nil
+		}))
 		start := perm.Identity(n)
-		for i := range start {
-			s.at[start[i]] = i
-		}
+		s.place(start)
 		e0 := s.energy()
 
-		climbed := slicesClone(start)
+		climbed := start.Clone()
 		s.decode(climbed, u, Decoder{Pairwise: 1}, 0)
-		for i, q := range climbed {
-			s.at[q] = i
-		}
+		s.place(climbed)
 		assert.GreaterOrEqual(t, s.energy(), e0-1e-12, "instance %d: climbing lowered E", inst)
 		if s.energy() < best-1e-9 {
 			climbMissed++
 		}
 
-		annealed := slicesClone(start)
+		annealed := start.Clone()
 		s.decode(annealed, u, Decoder{Pairwise: 1, Anneal: 100000, StartTemp: 20, EndTemp: 0.01}, uint64(inst))
 		require.NoError(t, annealed.Validate())
-		for i, q := range annealed {
-			s.at[q] = i
-		}
+		s.place(annealed)
 		assert.InDelta(t, best, s.energy(), 1e-9, "instance %d: annealing missed the optimum", inst)
 	}
 	// The instances are hard enough that swaps alone get stuck.
 	assert.Positive(t, climbMissed, "pair swaps found every optimum; the instances test nothing")
-}
-
-func slicesClone(p perm.Perm) perm.Perm { return append(perm.Perm(nil), p...) }
-
-// nextPerm steps p to the next permutation in lexicographic order and
-// reports false after the last.
-func nextPerm(p []int) bool {
-	i := len(p) - 2
-	for i >= 0 && p[i] >= p[i+1] {
-		i--
-	}
-	if i < 0 {
-		return false
-	}
-	j := len(p) - 1
-	for p[j] <= p[i] {
-		j--
-	}
-	p[i], p[j] = p[j], p[i]
-	for l, r := i+1, len(p)-1; l < r; l, r = l+1, r-1 {
-		p[l], p[r] = p[r], p[l]
-	}
-	return true
 }
 
 func TestShiftBlockPermutes(t *testing.T) {
@@ -184,9 +153,7 @@ func TestSolveWith(t *testing.T) {
 	energy := func(b int, pred perm.Perm) float64 {
 		net.edgeTables(s.h, s.v, z.Scrambled[b*nn2*ps:(b+1)*nn2*ps])
 		s.u, s.lam = logits[b].RawMatrix().Data, d.Pairwise
-		for i, q := range pred {
-			s.at[q] = i
-		}
+		s.place(pred)
 		return s.energy()
 	}
 	for b := range got {
