@@ -38,6 +38,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -251,10 +252,12 @@ func experiment(ctx context.Context, o options, p int, train, test *dataset.Imag
 	if err := writeJSON(base+".json", rec); err != nil {
 		return nil, err
 	}
+	wrote := "json,png"
 	if o.load == "" {
 		if err := net.SaveFile(base + ".gob"); err != nil {
 			return nil, err
 		}
+		wrote = "json,gob,png"
 	}
 	taus, err := parseFloats(o.figTaus)
 	if err != nil {
@@ -263,11 +266,7 @@ func experiment(ctx context.Context, o options, p int, train, test *dataset.Imag
 	if err := writeFigure(base+".png", net, z, taus, o.dec); err != nil {
 		return nil, err
 	}
-	if o.load == "" {
-		fmt.Fprintf(os.Stderr, "wrote %s.{json,gob,png}\n", base)
-	} else {
-		fmt.Fprintf(os.Stderr, "wrote %s.{json,png}\n", base)
-	}
+	fmt.Fprintf(os.Stderr, "wrote %s.{%s}\n", base, wrote)
 	return rec, nil
 }
 
@@ -326,14 +325,19 @@ func loadTrained(o options, p int, train *dataset.Images) (*jigsaw.Net, *record,
 	}
 	rec := &record{P: p, Config: net.Config(), Params: net.NumParams(), Model: path}
 	trained := strings.TrimSuffix(path, ".gob") + ".json"
-	if b, err := os.ReadFile(trained); err == nil {
-		var t record
-		if err := json.Unmarshal(b, &t); err != nil {
-			return nil, nil, fmt.Errorf("%s: %w", trained, err)
-		}
-		rec.Steps, rec.Batch, rec.LR, rec.Seed = t.Steps, t.Batch, t.LR, t.Seed
-		rec.TrainSec, rec.FinalLoss, rec.TrainCommand = t.TrainSec, t.FinalLoss, t.Command
+	b, err := os.ReadFile(trained)
+	if errors.Is(err, fs.ErrNotExist) {
+		return net, rec, nil // a checkpoint without its run's JSON
 	}
+	if err != nil {
+		return nil, nil, err
+	}
+	var t record
+	if err := json.Unmarshal(b, &t); err != nil {
+		return nil, nil, fmt.Errorf("%s: %w", trained, err)
+	}
+	rec.Steps, rec.Batch, rec.LR, rec.Seed = t.Steps, t.Batch, t.LR, t.Seed
+	rec.TrainSec, rec.FinalLoss, rec.TrainCommand = t.TrainSec, t.FinalLoss, t.Command
 	return net, rec, nil
 }
 

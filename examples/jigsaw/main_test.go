@@ -86,6 +86,15 @@ func TestImagesFolderRun(t *testing.T) {
 	assert.Nil(t, l.Decoder)
 	_, err = os.Stat(filepath.Join(again, "jigsaw_images-"+filepath.Base(in)+"_p2.gob"))
 	assert.True(t, os.IsNotExist(err), "-load must not write a checkpoint")
+	// A run's JSON that cannot be read is an error, not silently skipped.
+	odd := filepath.Join(t.TempDir(), "net.gob")
+	data, err := os.ReadFile(gob)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(odd, data, 0o644))
+	require.NoError(t, os.Mkdir(strings.TrimSuffix(odd, ".gob")+".json", 0o755))
+	o.load = odd
+	assert.Error(t, run(context.Background(), o))
+	o.load = gob
 	// The pairwise decoder needs edge matching; a wrong size is an error.
 	o.dec = jigsaw.Decoder{Pairwise: 1, Seed: 1}
 	assert.ErrorContains(t, run(context.Background(), o), "edge matching")

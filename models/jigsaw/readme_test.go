@@ -41,6 +41,6 @@ func TestReadmeNumbers(t *testing.T) {
 		t.Error("README.md " + d)
 	}
 	if rows < 30 {
-		t.Errorf("checked %d rows naming a results file, want the 32 of the validation tables", rows)
+		t.Errorf("checked %d rows naming a results file, want at least 30", rows)
 	}
 }
