@@ -2,8 +2,10 @@ package jigsaw
 
 import (
 	"encoding/json"
+	"reflect"
 	"testing"
 
+	"github.com/permlab/permlab/internal/jsonl"
 	"github.com/permlab/permlab/internal/mdtable"
 )
 
@@ -42,5 +44,32 @@ func TestReadmeNumbers(t *testing.T) {
 	}
 	if rows < 30 {
 		t.Errorf("checked %d rows naming a results file, want at least 30", rows)
+	}
+}
+
+// TestDecodedOnTwoCores checks the README's claim that decoding the 4 × 4
+// test puzzles on two cores gave the metrics of the 16-core run to the
+// last bit.
+func TestDecodedOnTwoCores(t *testing.T) {
+	read := func(path string) map[int]map[string]any {
+		recs, err := jsonl.Read[map[string]any](path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := map[int]map[string]any{}
+		for _, r := range recs {
+			out[int(r["p"].(float64))] = r
+		}
+		return out
+	}
+	many, two := read("results/table2_decoded.jsonl"), read("results/table2_decoded_p4_2cores.jsonl")
+	if g := two[4]["gomaxprocs"]; g != 2.0 {
+		t.Fatalf("the two-core record ran with GOMAXPROCS %v", g)
+	}
+	if g := many[4]["gomaxprocs"]; g == 2.0 {
+		t.Fatalf("the table's 4 x 4 record ran with GOMAXPROCS 2 too")
+	}
+	if !reflect.DeepEqual(many[4]["metrics"], two[4]["metrics"]) {
+		t.Errorf("4 x 4 metrics differ:\n%v\n%v", many[4]["metrics"], two[4]["metrics"])
 	}
 }
