@@ -79,3 +79,17 @@ func BenchmarkStepLossNoise(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkAIS measures annealed importance sampling on one image of the
+// MNIST-sized model: 100 steps of 4 chains, that is 4,000 decoder rows
+// (b.N images, one at a time on one goroutine).
+func BenchmarkAIS(b *testing.B) {
+	m, ims, _ := benchSetup(GumbelSoftmax, nn.Float64)
+	one := ims.Subset([]int{0})
+	b.ResetTimer()
+	for range b.N {
+		if _, err := m.AIS(one, AISOptions{Steps: 100, Chains: 4, Seed: 1}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
