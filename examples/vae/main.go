@@ -79,6 +79,8 @@ type options struct {
 	tau0, tauMin, rate    float64
 	every, iwK, testN     int
 	valN, trainN          int
+	aisSteps, aisChains   int
+	bdmc                  int
 }
 
 func parseFlags(args []string, stderr io.Writer) (*options, error) {
@@ -108,6 +110,9 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.IntVar(&o.valN, "val-n", 1000, "validation images for the per-epoch −ELBO")
 	fs.IntVar(&o.trainN, "train-n", 50000, "train on the first train-n of the 50,000 training images (for quick checks)")
 	fs.StringVar(&o.precision, "precision", "float64", "arithmetic of the dense layers' matrix products: float64, or float32 (about 1.3 times faster per step on one thread; parameters and everything else stay float64)")
+	fs.IntVar(&o.aisSteps, "ais-steps", 0, "also estimate −log p(x) of the final evaluation's images by annealed importance sampling with this many intermediate distributions (0: off)")
+	fs.IntVar(&o.aisChains, "ais-chains", 16, "AIS chains per image")
+	fs.IntVar(&o.bdmc, "bdmc", 0, "with -ais-steps: also run bidirectional Monte Carlo on this many images simulated from the trained model, which bounds the error of AIS with that schedule")
 	fs.StringVar(&o.report, "report", "", "print the Markdown tables of the summary.json files under this folder and exit (trains nothing)")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
@@ -123,6 +128,9 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	}
 	if o.epochs < 1 || o.batch < 1 || o.iwK < 1 || o.testN < 0 || o.valN < 1 || o.trainN < 1 {
 		return nil, errors.New("-epochs, -batch, -iw-k, -val-n and -train-n must be >= 1 and -test-n >= 0")
+	}
+	if o.aisSteps < 0 || o.aisChains < 2 || o.bdmc < 0 || o.bdmc == 1 || (o.bdmc > 0 && o.aisSteps == 0) {
+		return nil, errors.New("-ais-steps must be >= 0, -ais-chains >= 2, and -bdmc 0 or >= 2 with -ais-steps")
 	}
 	if o.evalSplit != "test" && o.evalSplit != "validation" {
 		return nil, fmt.Errorf("-eval-split %q: want test or validation", o.evalSplit)
@@ -159,32 +167,38 @@ func main() {
 
 // summary is what summary.json holds.
 type summary struct {
-	Estimator   string       `json:"estimator"`
-	Config      vae.Config   `json:"config"`
-	Anneal      vae.Anneal   `json:"anneal"`
-	Seed        uint64       `json:"seed"`
-	EvalSeed    uint64       `json:"eval_seed"`
-	Epochs      int          `json:"epochs"`
-	Steps       int          `json:"steps"`
-	BatchSize   int          `json:"batch_size"`
-	LR          float64      `json:"lr"`
-	FinalTemp   float64      `json:"final_temperature"`
-	TrainSecs   float64      `json:"train_seconds"` // wall time of this invocation's training
-	SecsPerEp   float64      `json:"seconds_per_epoch"`
-	TrainLoss   []float64    `json:"train_neg_elbo_by_epoch"`
-	ValNegELBO  []*float64   `json:"val_neg_elbo_by_epoch"`    // null where unknown (val.json lost)
-	ValStdErr   []*float64   `json:"val_neg_elbo_se_by_epoch"` // its standard error over images
-	ValImages   int          `json:"val_images"`
-	Validation  string       `json:"validation"`
-	EvalSplit   string       `json:"eval_split"`                // "test", or "validation" for tuning runs
-	Test        *vae.Eval    `json:"test,omitempty"`            // the test set, when EvalSplit is "test"
-	ValEval     *vae.Eval    `json:"validation_eval,omitempty"` // the validation images, when EvalSplit is "validation"
-	EvalSecs    float64      `json:"eval_seconds"`
-	Binarize    string       `json:"binarization"`
-	CodePath    string       `json:"code_path"`
-	Command     []string     `json:"command"`
-	Paper       paperNumbers `json:"paper_neg_log_px"`
-	ResumedStep int          `json:"resumed_from_step"`
+	Estimator  string     `json:"estimator"`
+	Config     vae.Config `json:"config"`
+	Anneal     vae.Anneal `json:"anneal"`
+	Seed       uint64     `json:"seed"`
+	EvalSeed   uint64     `json:"eval_seed"`
+	Epochs     int        `json:"epochs"`
+	Steps      int        `json:"steps"`
+	BatchSize  int        `json:"batch_size"`
+	LR         float64    `json:"lr"`
+	FinalTemp  float64    `json:"final_temperature"`
+	TrainSecs  float64    `json:"train_seconds"` // wall time of this invocation's training
+	SecsPerEp  float64    `json:"seconds_per_epoch"`
+	TrainLoss  []float64  `json:"train_neg_elbo_by_epoch"`
+	ValNegELBO []*float64 `json:"val_neg_elbo_by_epoch"`    // null where unknown (val.json lost)
+	ValStdErr  []*float64 `json:"val_neg_elbo_se_by_epoch"` // its standard error over images
+	ValImages  int        `json:"val_images"`
+	Validation string     `json:"validation"`
+	EvalSplit  string     `json:"eval_split"`                // "test", or "validation" for tuning runs
+	Test       *vae.Eval  `json:"test,omitempty"`            // the test set, when EvalSplit is "test"
+	ValEval    *vae.Eval  `json:"validation_eval,omitempty"` // the validation images, when EvalSplit is "validation"
+	EvalSecs   float64    `json:"eval_seconds"`
+	// AIS is annealed importance sampling on the final evaluation's
+	// images (-ais-steps), BDMC its check on simulated data (-bdmc).
+	AIS         *vae.AISEval  `json:"ais,omitempty"`
+	AISSecs     float64       `json:"ais_seconds,omitempty"`
+	BDMC        *vae.BDMCEval `json:"bdmc,omitempty"`
+	BDMCSecs    float64       `json:"bdmc_seconds,omitempty"`
+	Binarize    string        `json:"binarization"`
+	CodePath    string        `json:"code_path"`
+	Command     []string      `json:"command"`
+	Paper       paperNumbers  `json:"paper_neg_log_px"`
+	ResumedStep int           `json:"resumed_from_step"`
 }
 
 type paperNumbers struct {
@@ -380,6 +394,8 @@ func run(ctx context.Context, o *options, progress io.Writer) error {
 	if err != nil {
 		return err
 	}
+	fmt.Fprintf(progress, "%s: −ELBO %.2f ± %.2f, IW −log p(x) %.2f ± %.2f (K = %d, %d images); paper −log p(x) %.1f\n",
+		o.evalSplit, ev.NegELBO, ev.NegELBOSE, ev.NegLogPx, ev.NegLogPxSE, ev.K, ev.Images, paperFor(est))
 	s := summary{
 		Estimator: est.String(), Config: m.Config(), Anneal: an, Seed: o.seed, EvalSeed: o.evalSeed,
 		Epochs: len(res.Epochs), Steps: res.Steps, BatchSize: o.batch, LR: o.lr,
@@ -394,6 +410,11 @@ func run(ctx context.Context, o *options, progress io.Writer) error {
 		s.Test = ev
 	} else {
 		s.ValEval = ev
+	}
+	if o.aisSteps > 0 {
+		if err := annealedEstimates(&s, m, final, o, progress); err != nil {
+			return err
+		}
 	}
 	if done := len(res.Epochs) - res.Resumed/train.StepsPerEpoch(fit.N, o.batch); done > 0 {
 		s.SecsPerEp = trainSecs / float64(done)
@@ -414,9 +435,36 @@ func run(ctx context.Context, o *options, progress io.Writer) error {
 	if err := os.WriteFile(filepath.Join(o.out, "summary.json"), append(b, '\n'), 0o644); err != nil {
 		return err
 	}
-	fmt.Fprintf(progress, "%s: −ELBO %.2f ± %.2f, IW −log p(x) %.2f ± %.2f (K = %d, %d images); paper −log p(x) %.1f\n",
-		o.evalSplit, ev.NegELBO, ev.NegELBOSE, ev.NegLogPx, ev.NegLogPxSE, ev.K, ev.Images, paperFor(est))
 	return writeFigures(o.out, m, s, val)
+}
+
+// annealedEstimates adds to s the AIS estimate on the final images and,
+// with -bdmc, the bidirectional check on simulated ones.
+func annealedEstimates(s *summary, m *vae.Model, final *dataset.Images, o *options, progress io.Writer) error {
+	opt := vae.AISOptions{Steps: o.aisSteps, Chains: o.aisChains, Seed: o.evalSeed}
+	began := time.Now()
+	opt.OnImage = func(done, total int) {
+		fmt.Fprintf(progress, "\rAIS (%d steps, %d chains): %d/%d images, %.0f s", opt.Steps, opt.Chains, done, total, time.Since(began).Seconds())
+	}
+	a, err := m.AIS(final, opt)
+	if err != nil {
+		return err
+	}
+	s.AIS, s.AISSecs = a, time.Since(began).Seconds()
+	fmt.Fprintf(progress, "\n%s: AIS −log p(x) %.2f ± %.2f (%d steps, %d chains, %d images), log-weight sd %.3f\n",
+		o.evalSplit, a.NegLogPx, a.NegLogPxSE, a.Steps, a.Chains, a.Images, a.LogWeightSD)
+	if o.bdmc == 0 {
+		return nil
+	}
+	began = time.Now()
+	b, err := m.BDMC(o.bdmc, opt)
+	if err != nil {
+		return err
+	}
+	s.BDMC, s.BDMCSecs = b, time.Since(began).Seconds()
+	fmt.Fprintf(progress, "\nBDMC on %d simulated images: forward %.3f, reverse %.3f, gap %.3f ± %.3f\n",
+		b.Images, b.Forward, b.Reverse, b.Gap, b.GapSE)
+	return nil
 }
 
 func paperFor(e vae.Estimator) float64 {

@@ -32,6 +32,11 @@ func TestFlags(t *testing.T) {
 	if _, err := parseFlags([]string{"-mnist", "x", "-epochs", "0"}, io.Discard); err == nil {
 		t.Error("-epochs 0: no error")
 	}
+	for _, bad := range [][]string{{"-ais-chains", "1"}, {"-ais-steps", "-1"}, {"-bdmc", "5"}, {"-ais-steps", "9", "-bdmc", "1"}} {
+		if _, err := parseFlags(append([]string{"-mnist", "x"}, bad...), io.Discard); err == nil || !strings.Contains(err.Error(), "-ais") {
+			t.Errorf("%v: err %v", bad, err)
+		}
+	}
 	o, err := parseFlags([]string{"-mnist", "x", "-estimator", "rebar"}, io.Discard)
 	if err != nil {
 		t.Fatal(err)
@@ -143,7 +148,7 @@ func TestRunMNIST(t *testing.T) {
 		t.Skipf("MNIST not found at %s: %v", mnistDir, err)
 	}
 	out := t.TempDir()
-	if err := run(context.Background(), runFlags(t, out, "-epochs", "1"), io.Discard); err != nil {
+	if err := run(context.Background(), runFlags(t, out, "-epochs", "1", "-ais-steps", "3", "-ais-chains", "2", "-bdmc", "2"), io.Discard); err != nil {
 		t.Fatal(err)
 	}
 	for _, f := range []string{"summary.json", "model.plnn", "curves.png", "recon.png", "samples.png", "checkpoint", "run.json", "val.json"} {
@@ -155,6 +160,10 @@ func TestRunMNIST(t *testing.T) {
 	if s.Test == nil || s.Test.Images != 20 || s.Test.K != 5 || !(s.Test.NegLogPx > 0) || s.Steps != 3 ||
 		len(s.ValNegELBO) != 1 || s.ValNegELBO[0] == nil || !(*s.ValNegELBO[0] > 0) || s.CodePath != codePath {
 		t.Errorf("summary: %+v", s)
+	}
+	if a, b := s.AIS, s.BDMC; a == nil || a.Images != 20 || a.Steps != 3 || a.Chains != 2 || !(a.NegLogPx > 0) ||
+		b == nil || b.Images != 2 || b.Steps != 3 || !(b.Forward > 0) {
+		t.Errorf("AIS %+v, BDMC %+v; want 20 images, 2 simulated ones, 3 steps, 2 chains", a, b)
 	}
 
 	// Go on to two epochs, and compare with two epochs in one go.

@@ -79,11 +79,16 @@ func report(dir string, w io.Writer) error {
 		if c := ea.K - eb.K; c != 0 {
 			return c
 		}
+		if c := aisSteps(a) - aisSteps(b); c != 0 {
+			return c
+		}
 		return int(a.Seed) - int(b.Seed)
 	})
-	var test, tune []summary
+	var test, tune, ais []summary
 	for _, s := range runs {
-		if s.EvalSplit == "test" {
+		if s.AIS != nil {
+			ais = append(ais, s) // its own table: one seed's runs differ in their schedule
+		} else if s.EvalSplit == "test" {
 			test = append(test, s)
 		} else {
 			tune = append(tune, s)
@@ -98,7 +103,41 @@ func report(dir string, w io.Writer) error {
 		}
 		writeTuneTable(w, tune)
 	}
+	if len(ais) > 0 {
+		if len(test)+len(tune) > 0 {
+			fmt.Fprintln(w)
+		}
+		writeAISTable(w, ais)
+	}
 	return nil
+}
+
+func aisSteps(s summary) int {
+	if s.AIS == nil {
+		return 0
+	}
+	return s.AIS.Steps
+}
+
+// writeAISTable lists the runs with an AIS estimate (-ais-steps), one row
+// each, beside the importance-weighted estimate on the same images.
+func writeAISTable(w io.Writer, runs []summary) {
+	fmt.Fprintln(w, "| estimator | λ_p | seed | images | IW −log p(x) | AIS steps × chains | AIS −log p(x) | log-weight sd | BDMC gap (simulated images) | AIS minutes |")
+	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|")
+	for _, s := range runs {
+		e, a := s.eval(), s.AIS
+		gap := "–"
+		if b := s.BDMC; b != nil {
+			gap = fmt.Sprintf("%.3f ± %.3f (%d)", b.Gap, b.GapSE, b.Images)
+		}
+		split := ""
+		if s.EvalSplit != "test" {
+			split = " " + s.EvalSplit
+		}
+		fmt.Fprintf(w, "| %s | %s | %d | %d%s | %.2f (K = %d) | %d × %d | %.2f ± %.2f | %.3f | %s | %.1f |\n",
+			estimatorLabel(s), priorTemp(s), s.Seed, a.Images, split, e.NegLogPx, e.K, a.Steps, a.Chains,
+			a.NegLogPx, a.NegLogPxSE, a.LogWeightSD, gap, s.AISSecs/60)
+	}
 }
 
 // estimatorRank orders estimators as the paper's table does (that of

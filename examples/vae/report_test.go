@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -57,6 +58,13 @@ func TestReport(t *testing.T) {
 	f32.Precision = nn.Float32
 	writeSummary(t, filepath.Join(dir, "f32", "gs1.json"), summary{Estimator: "gumbel-softmax", Config: f32, Seed: 1, Epochs: 100,
 		EvalSplit: "test", TrainSecs: 600, Test: &vae.Eval{Images: 10000, K: 100, NegELBO: 111, NegLogPx: 101}})
+	// Runs with AIS get a table of their own, a row each, ordered by schedule.
+	for _, steps := range []int{4000, 1000} {
+		writeSummary(t, filepath.Join(dir, "ais", "gs"+strconv.Itoa(steps)+".json"), summary{Estimator: "gumbel-softmax", Seed: 1, Epochs: 100,
+			EvalSplit: "test", Test: &vae.Eval{Images: 100, K: 100, NegELBO: 98, NegLogPx: 89},
+			AIS:     &vae.AISEval{Images: 100, Steps: steps, Chains: 4, NegLogPx: 86.5 - float64(steps)/4000, NegLogPxSE: 2.5, LogWeightSD: 0.25},
+			AISSecs: 90, BDMC: &vae.BDMCEval{Images: 20, Gap: 0.04, GapSE: 0.01}})
+	}
 	if err := os.WriteFile(filepath.Join(dir, "val.json"), []byte(`{"0":{"neg_elbo":1}}`), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -70,6 +78,8 @@ func TestReport(t *testing.T) {
 		"| gumbel-softmax | – | 1, 2, 3 | 100 | 100.00 ± 0.00 | 90.00 ± 0.00 (K = 1000, 1000 images) | 106.7 | evaluation of trained runs |",
 		"| concrete | 0.5 | 101 | 10 | 120.00 ± 1.50 (1000 images) | 111.25 ± 0.50 (K = 100, 1000 images) |",
 		"| gumbel-softmax (float32) | – | 1 | 100 | 111.00 | 101.00 (K = 100, 10000 images) | 106.7 | 10 min |",
+		"| gumbel-softmax | – | 1 | 100 | 89.00 (K = 100) | 1000 × 4 | 86.25 ± 2.50 | 0.250 | 0.040 ± 0.010 (20) | 1.5 |\n" +
+			"| gumbel-softmax | – | 1 | 100 | 89.00 (K = 100) | 4000 × 4 | 85.50 ± 2.50 | 0.250 | 0.040 ± 0.010 (20) | 1.5 |",
 	} {
 		if !strings.Contains(got, want) {
 			t.Errorf("report lacks\n%s\ngot\n%s", want, got)
