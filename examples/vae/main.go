@@ -135,6 +135,9 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	if o.epochs < 1 || o.batch < 1 || o.iwK < 1 || o.testN < 0 || o.valN < 1 || o.trainN < 1 {
 		return nil, errors.New("-epochs, -batch, -iw-k, -val-n and -train-n must be >= 1 and -test-n >= 0")
 	}
+	if o.testN == 1 {
+		return nil, errors.New("-test-n 1: the standard errors in summary.json need at least 2 images")
+	}
 	if o.aisSteps < 0 || o.aisChains < 2 || o.bdmc < 0 || o.bdmc == 1 || (o.bdmc > 0 && o.aisSteps == 0) {
 		return nil, errors.New("-ais-steps must be >= 0, -ais-chains >= 2, and -bdmc 0 or >= 2 with -ais-steps")
 	}

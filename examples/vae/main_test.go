@@ -32,6 +32,9 @@ func TestFlags(t *testing.T) {
 	if _, err := parseFlags([]string{"-mnist", "x", "-epochs", "0"}, io.Discard); err == nil {
 		t.Error("-epochs 0: no error")
 	}
+	if _, err := parseFlags([]string{"-mnist", "x", "-test-n", "1"}, io.Discard); err == nil || !strings.Contains(err.Error(), "-test-n 1") {
+		t.Errorf("-test-n 1: err %v", err)
+	}
 	for _, bad := range [][]string{{"-ais-chains", "1"}, {"-ais-steps", "-1"}, {"-bdmc", "5"}, {"-ais-steps", "9", "-bdmc", "1"}} {
 		if _, err := parseFlags(append([]string{"-mnist", "x"}, bad...), io.Discard); err == nil || !strings.Contains(err.Error(), "-ais") {
 			t.Errorf("%v: err %v", bad, err)
