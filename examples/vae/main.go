@@ -451,10 +451,12 @@ func run(ctx context.Context, o *options, progress io.Writer) error {
 // with -bdmc, the bidirectional check on simulated ones.
 func annealedEstimates(s *summary, m *vae.Model, final *dataset.Images, o *options, progress io.Writer) error {
 	opt := vae.AISOptions{Steps: o.aisSteps, Chains: o.aisChains, Seed: o.evalSeed}
-	began := time.Now()
+	var began time.Time
+	stage := "AIS"
 	opt.OnImage = func(done, total int) {
-		fmt.Fprintf(progress, "\rAIS (%d steps, %d chains): %d/%d images, %.0f s", opt.Steps, opt.Chains, done, total, time.Since(began).Seconds())
+		fmt.Fprintf(progress, "\r%s (%d steps, %d chains): %d/%d images, %.0f s", stage, opt.Steps, opt.Chains, done, total, time.Since(began).Seconds())
 	}
+	began = time.Now()
 	a, err := m.AIS(final, opt)
 	if err != nil {
 		return err
@@ -465,7 +467,7 @@ func annealedEstimates(s *summary, m *vae.Model, final *dataset.Images, o *optio
 	if o.bdmc == 0 {
 		return nil
 	}
-	began = time.Now()
+	began, stage = time.Now(), "BDMC"
 	b, err := m.BDMC(o.bdmc, opt)
 	if err != nil {
 		return err

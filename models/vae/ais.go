@@ -92,17 +92,11 @@ func (m *Model) AIS(images *dataset.Images, opt AISOptions) (*AISEval, error) {
 	if err := opt.validate("AIS"); err != nil {
 		return nil, err
 	}
-	switch {
-	case images == nil || images.N < 1:
-		return nil, errors.New("vae: AIS: no images")
-	case images.Size() != m.cfg.Input:
-		return nil, fmt.Errorf("vae: AIS: images have %d pixels, the model takes %d", images.Size(), m.cfg.Input)
+	bin, err := m.evalBinary("AIS", images, opt.Seed)
+	if err != nil {
+		return nil, err
 	}
 	d := m.cfg.Input
-	bin, err := Binarize(nil, images.Pixels[:images.N*d], rand.New(rand.NewPCG(opt.Seed, 1)))
-	if err != nil {
-		return nil, fmt.Errorf("vae: AIS: %w", err)
-	}
 	an, err := m.annealer(opt.Chains)
 	if err != nil {
 		return nil, fmt.Errorf("vae: AIS: %w", err)
@@ -146,24 +140,9 @@ func (m *Model) BDMC(n int, opt AISOptions) (*BDMCEval, error) {
 		return nil, fmt.Errorf("vae: BDMC: %w", err)
 	}
 	d, nl, nc := m.cfg.Input, m.cfg.Latents, m.cfg.Classes
-	rng := rand.New(rand.NewPCG(opt.Seed, simStream))
-	zs := make([]int, n*nl)
-	for i := range zs {
-		zs[i] = rng.IntN(nc)
-	}
-	z := ad.Zeros(n, nl*nc)
-	for i, c := range zs {
-		z.Data[i*nc+c] = 1
-	}
-	p, err := m.probs(ad.NewTape(), z)
+	zs, x, err := m.simulate(n, opt.Seed)
 	if err != nil {
 		return nil, fmt.Errorf("vae: BDMC: %w", err)
-	}
-	x := make([]float64, n*d)
-	for i, pi := range p {
-		if rng.Float64() < pi {
-			x[i] = 1
-		}
 	}
 	logq, err := m.logQ(x, n)
 	if err != nil {
@@ -193,6 +172,34 @@ func (m *Model) BDMC(n int, opt AISOptions) (*BDMCEval, error) {
 	}
 	e.Gap, e.GapSE = meanSE(gap)
 	return e, nil
+}
+
+// simulate draws n images from the model with a source seeded by (seed,
+// simStream): first every z from the uniform prior (n × Latents classes),
+// then every pixel from Bernoulli(σ(f(z))). It returns the classes and the
+// binary images.
+func (m *Model) simulate(n int, seed uint64) (zs []int, x []float64, err error) {
+	nl, nc := m.cfg.Latents, m.cfg.Classes
+	rng := rand.New(rand.NewPCG(seed, simStream))
+	zs = make([]int, n*nl)
+	for i := range zs {
+		zs[i] = rng.IntN(nc)
+	}
+	z := ad.Zeros(n, nl*nc)
+	for i, c := range zs {
+		z.Data[i*nc+c] = 1
+	}
+	p, err := m.probs(ad.NewTape(), z)
+	if err != nil {
+		return nil, nil, err
+	}
+	x = make([]float64, len(p))
+	for i, pi := range p {
+		if rng.Float64() < pi {
+			x[i] = 1
+		}
+	}
+	return zs, x, nil
 }
 
 // Streams of the PCG sources, beside Evaluate's 1 (binarization) and 2
@@ -253,24 +260,17 @@ type packedDense struct {
 }
 
 func (m *Model) annealer(chains int) (*annealer, error) {
+	// Dense layers at even places, ReLU between them, a Dense layer last.
 	var dense []*nn.Dense
 	for i, l := range m.dec {
-		switch l := l.(type) {
-		case *nn.Dense:
-			if len(dense) != i/2 || i%2 != 0 {
-				return nil, errors.New("decoder is not dense layers with ReLU between them")
-			}
-			dense = append(dense, l)
-		case nn.ReLU:
-			if i%2 != 1 {
-				return nil, errors.New("decoder is not dense layers with ReLU between them")
-			}
-		default:
-			return nil, fmt.Errorf("decoder layer %d is %T, want Dense or ReLU", i, l)
+		if d, ok := l.(*nn.Dense); ok && i%2 == 0 {
+			dense = append(dense, d)
+		} else if _, ok := l.(nn.ReLU); !ok || i%2 == 0 {
+			return nil, fmt.Errorf("decoder layer %d is %T: the decoder is not dense layers with ReLU between them", i, l)
 		}
 	}
-	if len(dense) < 1 || len(m.dec) != 2*len(dense)-1 {
-		return nil, errors.New("decoder is not dense layers with ReLU between them")
+	if len(m.dec)%2 == 0 {
+		return nil, errors.New("decoder is not dense layers with ReLU between them: it is empty or ends in ReLU")
 	}
 	bias := func(l *nn.Dense) []float64 {
 		if l.B == nil {
@@ -296,6 +296,7 @@ type aisWork struct {
 	lw   []float64   // log weights
 	base []float64   // first layer's pre-activation without the updated latent
 	cond []float64   // conditional log-probabilities of one latent
+	ll   []float64   // log p(x | z) of each chain's nc candidates
 }
 
 func newAISWork(a *annealer) *aisWork {
@@ -307,6 +308,7 @@ func newAISWork(a *annealer) *aisWork {
 		lw:   make([]float64, a.chains),
 		base: make([]float64, a.h0),
 		cond: make([]float64, a.nc),
+		ll:   make([]float64, rows),
 	}
 	for _, l := range a.layers {
 		w.acts = append(w.acts, make([]float64, rows*l.out))
@@ -388,7 +390,7 @@ func (w *aisWork) run(a *annealer, x, logq, betas []float64, z0 []int, rng *rand
 		w.lw[c] = 0
 	}
 	w.forward(a, a.chains, x, w.lpx)
-	ll := make([]float64, a.chains*nc)
+	ll := w.ll
 	for t := 1; t < len(betas); t++ {
 		beta, db := betas[t], betas[t]-betas[t-1]
 		for c := range a.chains {

@@ -7,7 +7,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/permlab/permlab/ad"
 	"github.com/permlab/permlab/dataset"
 	"github.com/permlab/permlab/models/nn"
 )
@@ -120,22 +119,9 @@ func TestAISMatchesEnumeration(t *testing.T) {
 func TestBDMC(t *testing.T) {
 	m, _ := peakedModel(t, 1)
 	const n = 200
-	// The simulated images, drawn as BDMC draws them.
-	d, nl, nc := m.cfg.Input, m.cfg.Latents, m.cfg.Classes
-	rng := rand.New(rand.NewPCG(6, simStream))
-	z := ad.Zeros(n, nl*nc)
-	for i := range n * nl {
-		z.Data[i*nc+rng.IntN(nc)] = 1
-	}
-	p, err := m.probs(ad.NewTape(), z)
+	_, x, err := m.simulate(n, 6) // the images BDMC(n, {Seed: 6}) sees
 	if err != nil {
 		t.Fatal(err)
-	}
-	x := make([]float64, n*d)
-	for i, pi := range p {
-		if rng.Float64() < pi {
-			x[i] = 1
-		}
 	}
 	exact, _ := meanSE(exactNegLogPx(t, m, x, n))
 	short, err := m.BDMC(n, AISOptions{Steps: 10, Chains: 8, Seed: 6})
@@ -236,6 +222,7 @@ func TestAISErrors(t *testing.T) {
 		{"nil images", nil, good, "no images"},
 		{"wrong size", wrong, good, "9 pixels"},
 		{"NaN pixel", nan, good, "NaN"},
+		{"too few pixels", &dataset.Images{N: 2, Channels: 1, Height: 4, Width: 4, Pixels: make([]float64, 16)}, good, "16 pixels for 2 images"},
 	} {
 		if _, err := m.AIS(c.im, c.opt); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: error %v, want one naming %q", c.name, err, c.want)

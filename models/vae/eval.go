@@ -34,19 +34,14 @@ const evalChunk = 2000
 // −ELBO and the importance-weighted −log p(x) of each image with k samples
 // from q(z | x), one-hot, drawn by the Gumbel-max trick from the same seed.
 func (m *Model) Evaluate(images *dataset.Images, k int, seed uint64) (*Eval, error) {
-	switch {
-	case images == nil || images.N < 1:
-		return nil, errors.New("vae: Evaluate: no images")
-	case images.Size() != m.cfg.Input:
-		return nil, fmt.Errorf("vae: Evaluate: images have %d pixels, the model takes %d", images.Size(), m.cfg.Input)
-	case k < 1:
+	if k < 1 {
 		return nil, fmt.Errorf("vae: Evaluate: k = %d samples, want >= 1", k)
 	}
-	d, nl, nc := m.cfg.Input, m.cfg.Latents, m.cfg.Classes
-	bin, err := Binarize(nil, images.Pixels[:images.N*d], rand.New(rand.NewPCG(seed, 1)))
+	bin, err := m.evalBinary("Evaluate", images, seed)
 	if err != nil {
-		return nil, fmt.Errorf("vae: Evaluate: %w", err)
+		return nil, err
 	}
+	d, nl, nc := m.cfg.Input, m.cfg.Latents, m.cfg.Classes
 	rng := rand.New(rand.NewPCG(seed, 2))
 	per := max(1, evalChunk/k) // images per tape
 	elbo := make([]float64, images.N)
@@ -104,6 +99,20 @@ func (m *Model) Evaluate(images *dataset.Images, k int, seed uint64) (*Eval, err
 	e.NegLogPx, e.NegLogPxSE = meanSE(iw)
 	e.NegELBO, e.NegLogPx = -e.NegELBO, -e.NegLogPx
 	return e, nil
+}
+
+// evalBinary checks the images for m and returns them binarized once by a
+// source seeded by (seed, 1): the fixed binary test set that Evaluate and
+// AIS both see for one seed.
+func (m *Model) evalBinary(op string, images *dataset.Images, seed uint64) ([]float64, error) {
+	if err := checkImages(op, m, images); err != nil {
+		return nil, err
+	}
+	bin, err := Binarize(nil, images.Pixels, rand.New(rand.NewPCG(seed, 1)))
+	if err != nil {
+		return nil, fmt.Errorf("vae: %s: %w", op, err)
+	}
+	return bin, nil
 }
 
 // logSoftmaxRows returns the log-softmax of each run of c values of x.
