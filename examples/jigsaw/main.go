@@ -22,6 +22,13 @@
 // (-results) and skipped when the command is run again, so an interrupted
 // table resumes.
 //
+// Training itself resumes too: every 1,000 steps, and on Ctrl-C, the state of
+// the run (weights, Adam's moments, the random stream, the losses) goes to
+// jigsaw_<data>_pN.ckpt under -out, and the same command run again goes on
+// from it and ends with the weights an uninterrupted run would have, bit for
+// bit. A larger -steps trains a finished network further; other changed
+// settings are refused (delete the .ckpt to start afresh).
+//
 // -load evaluates a network saved by an earlier run instead of training one
 // (with -table2, a folder holding one jigsaw_*_pN.gob per size). For a
 // network with edge matching (-refine), -pairwise and -anneal decode by the
@@ -182,17 +189,21 @@ func stepsFor(p int) int {
 
 // record is one line of results.
 type record struct {
-	P         int            `json:"p"`
-	Data      string         `json:"data"`
-	Config    jigsaw.Config  `json:"config"`
-	Steps     int            `json:"steps"`
-	Batch     int            `json:"batch"`
-	LR        float64        `json:"lr"`
-	Seed      uint64         `json:"seed"`
-	Params    int            `json:"params"`
-	TrainSec  float64        `json:"train_seconds"`
-	FinalLoss float64        `json:"final_loss"`
-	Metrics   jigsaw.Metrics `json:"metrics"`
+	P         int           `json:"p"`
+	Data      string        `json:"data"`
+	Config    jigsaw.Config `json:"config"`
+	Steps     int           `json:"steps"`
+	Batch     int           `json:"batch"`
+	LR        float64       `json:"lr"`
+	Seed      uint64        `json:"seed"`
+	Params    int           `json:"params"`
+	TrainSec  float64       `json:"train_seconds"`
+	FinalLoss float64       `json:"final_loss"`
+	// ResumedFrom is the step this run's training went on from, read from
+	// the checkpoint an earlier run left (0: trained in one go). TrainSec
+	// counts the earlier runs' seconds too.
+	ResumedFrom int            `json:"resumed_from,omitempty"`
+	Metrics     jigsaw.Metrics `json:"metrics"`
 	// Oracle scores jigsaw.Oracle on the same puzzles: the best any method
 	// can expect on the index-based metrics (absent in older records).
 	Oracle     *jigsaw.Metrics `json:"oracle,omitempty"`
@@ -220,8 +231,14 @@ func experiment(ctx context.Context, o options, p int, train, test *dataset.Imag
 		if net, rec, err = loadTrained(o, p, train); err != nil {
 			return nil, err
 		}
-	} else if net, rec, err = trainNet(ctx, o, p, train); err != nil {
-		return nil, err
+	} else {
+		if err := os.MkdirAll(o.out, 0o755); err != nil {
+			return nil, err
+		}
+		ckpt := filepath.Join(o.out, fmt.Sprintf("jigsaw_%s_p%d.ckpt", safe(name), p))
+		if net, rec, err = trainNet(ctx, o, p, train, ckpt); err != nil {
+			return nil, err
+		}
 	}
 	if o.dec.Pairwise != 0 || o.dec.Anneal != 0 {
 		rec.Decoder = &o.dec
@@ -270,8 +287,10 @@ func experiment(ctx context.Context, o options, p int, train, test *dataset.Imag
 	return rec, nil
 }
 
-// trainNet trains a network for p pieces per side on train.
-func trainNet(ctx context.Context, o options, p int, train *dataset.Images) (*jigsaw.Net, *record, error) {
+// trainNet trains a network for p pieces per side on train, resumably: the
+// state after every 1,000 steps, and on interruption, goes to ckpt, and a run
+// that finds ckpt goes on from it.
+func trainNet(ctx context.Context, o options, p int, train *dataset.Images, ckpt string) (*jigsaw.Net, *record, error) {
 	cfg := o.cfg
 	cfg.P, cfg.Channels, cfg.Height, cfg.Width, cfg.Heads = p, train.Channels, train.Height, train.Width, 1
 	net, err := jigsaw.New(cfg, o.seed)
@@ -282,22 +301,29 @@ func trainNet(ctx context.Context, o options, p int, train *dataset.Images) (*ji
 	if steps == 0 {
 		steps = stepsFor(p)
 	}
-	tc := jigsaw.TrainConfig{Steps: steps, Batch: o.batch, LR: o.lr, Seed: o.seed, ReportEvery: 100}
+	tc := jigsaw.TrainConfig{Steps: steps, Batch: o.batch, LR: o.lr, Seed: o.seed, ReportEvery: 100, Checkpoint: ckpt}
 	if !o.quiet {
 		tc.Progress = func(step int, loss, ips float64) {
 			fmt.Fprintf(os.Stderr, "p=%d step %d/%d loss %.5f %.0f images/s\n", p, step, steps, loss, ips)
 		}
 	}
+	rec := &record{P: p, Config: cfg, Steps: steps, Batch: o.batch, LR: o.lr, Seed: o.seed, Params: net.NumParams()}
+	prior := 0.0
+	tc.Resumed = func(step int, seconds float64) {
+		rec.ResumedFrom, prior = step, seconds
+		fmt.Fprintf(os.Stderr, "p=%d: resuming from step %d of %s\n", p, step, ckpt)
+	}
 	fmt.Fprintf(os.Stderr, "p=%d: %d parameters, %d training images, %d steps of %d\n", p, net.NumParams(), train.N, steps, o.batch)
 	start := time.Now()
 	trace, err := net.Train(ctx, jigsaw.Data{Pixels: train.Pixels}, tc)
 	if err != nil {
+		if ctx.Err() != nil {
+			fmt.Fprintf(os.Stderr, "p=%d: stopped after step %d; the same command goes on from %s\n", p, len(trace), ckpt)
+		}
 		return nil, nil, err
 	}
-	return net, &record{
-		P: p, Config: cfg, Steps: steps, Batch: o.batch, LR: o.lr, Seed: o.seed,
-		Params: net.NumParams(), TrainSec: time.Since(start).Seconds(), FinalLoss: tailMean(trace, 100),
-	}, nil
+	rec.TrainSec, rec.FinalLoss = prior+time.Since(start).Seconds(), tailMean(trace, 100)
+	return net, rec, nil
 }
 
 // loadTrained reads the network of -load for p pieces per side (with

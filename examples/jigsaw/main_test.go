@@ -136,3 +136,43 @@ func TestParseSizes(t *testing.T) {
 		assert.Error(t, err, bad)
 	}
 }
+
+// TestTrainingResumes: a run that finds the checkpoint of a shorter run in
+// -out goes on from it and ends where a run of its length in one go ends.
+func TestTrainingResumes(t *testing.T) {
+	in := t.TempDir()
+	writePictures(t, in, 10, 12)
+	o := options{
+		images: in, size: 12, p: 2, seed: 1, steps: 8, batch: 4, lr: 1e-3, quiet: true, figTaus: "1",
+		cfg: jigsaw.Config{Filters: 2, Kernel: 3, Pool: 2, Tau: 1, Iters: 5, Samples: 1, Noise: 1},
+	}
+	name := "jigsaw_images-" + filepath.Base(in) + "_p2"
+	read := func(dir string) (record, *jigsaw.Net) {
+		b, err := os.ReadFile(filepath.Join(dir, name+".json"))
+		require.NoError(t, err)
+		var r record
+		require.NoError(t, json.Unmarshal(b, &r))
+		net, err := jigsaw.LoadFile(filepath.Join(dir, name+".gob"))
+		require.NoError(t, err)
+		return r, net
+	}
+	o.out = t.TempDir()
+	require.NoError(t, run(context.Background(), o))
+	whole, wholeNet := read(o.out)
+	assert.Zero(t, whole.ResumedFrom)
+
+	o.out, o.steps = t.TempDir(), 3
+	require.NoError(t, run(context.Background(), o))
+	o.steps = 8
+	require.NoError(t, run(context.Background(), o))
+	resumed, resumedNet := read(o.out)
+	assert.Equal(t, 3, resumed.ResumedFrom)
+	assert.Equal(t, whole.FinalLoss, resumed.FinalLoss)
+	assert.Equal(t, whole.Metrics, resumed.Metrics)
+	for i, p := range wholeNet.Params() {
+		assert.Equal(t, p.Value.Data, resumedNet.Params()[i].Value.Data, p.Name)
+	}
+	// Another learning rate is another run: refused, not mixed in.
+	o.lr = 2e-3
+	assert.ErrorContains(t, run(context.Background(), o), "delete it to start afresh")
+}

@@ -68,6 +68,11 @@
 // test time the assignment is hard, M(g(X̃)), computed exactly
 // (relax.MatchingBatch), and the reconstruction is M^T X̃.
 //
+// Train draws minibatches, permutations and noise from one random stream
+// seeded by TrainConfig.Seed. With TrainConfig.Checkpoint it saves that
+// stream's state with the weights and Adam's moments, so an interrupted run
+// resumes exactly where it stopped.
+//
 // # Metrics
 //
 // Score follows the paper: Kendall tau, the proportion of wrongly placed

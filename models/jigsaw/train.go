@@ -26,6 +26,21 @@ type TrainConfig struct {
 	// the throughput in images per second.
 	Progress    func(step int, loss, imagesPerSec float64)
 	ReportEvery int
+	// Checkpoint, if not empty, is a file that makes training resumable.
+	// Train resumes from it when it exists, and writes it every
+	// CheckpointEvery steps (default 1000), after the last step and when
+	// ctx is done. It holds the weights, Adam's state, the random stream and
+	// the loss trace, so a run stopped at any point (even by SIGKILL) and
+	// started again with the same settings ends with the same weights, bit
+	// for bit, as a run that never stopped. Steps may grow between runs to
+	// train a finished network further; any other change of settings is an
+	// error.
+	Checkpoint      string
+	CheckpointEvery int
+	// Resumed, if not nil, is called when Train resumes from Checkpoint,
+	// with the step it goes on from and the training seconds the earlier
+	// calls recorded.
+	Resumed func(step int, seconds float64)
 }
 
 // Data is a set of images of one geometry, ImageSize values each, with an
@@ -37,8 +52,9 @@ type Data struct {
 
 // Train fits n to images by Adam on the loss of Loss, drawing every step a
 // minibatch of images uniformly with replacement and a fresh random
-// permutation for each. It returns the loss of every step. It stops early,
-// with ctx's error, when ctx is done.
+// permutation for each. It returns the loss of every step, those of earlier
+// calls included when it resumes from tc.Checkpoint. It stops early, with
+// ctx's error, when ctx is done (after writing tc.Checkpoint, if set).
 func (n *Net) Train(ctx context.Context, data Data, tc TrainConfig) ([]float64, error) {
 	is := n.grid.ImageSize()
 	switch {
@@ -68,18 +84,44 @@ func (n *Net) Train(ctx context.Context, data Data, tc TrainConfig) ([]float64, 
 	if every < 1 {
 		every = 100
 	}
-	rng := rand.New(rand.NewPCG(tc.Seed, 0x747261696e))
+	src := rand.NewPCG(tc.Seed, 0x747261696e)
+	rng := rand.New(src)
+	trace := make([]float64, 0, tc.Steps)
+	begun, prior := time.Now(), 0.0
+	if tc.Checkpoint != "" {
+		st, err := n.loadTrainState(tc.Checkpoint, &tc, count, opt, src)
+		if err != nil {
+			return nil, err
+		}
+		if st != nil {
+			trace, prior = append(trace, st.Trace...), st.Seconds
+			if tc.Resumed != nil {
+				tc.Resumed(st.Step, st.Seconds)
+			}
+		}
+	}
+	saveEvery := tc.CheckpointEvery
+	if saveEvery < 1 {
+		saveEvery = 1000
+	}
+	saved := len(trace)
+	save := func() error {
+		if tc.Checkpoint == "" || saved == len(trace) {
+			return nil
+		}
+		saved = len(trace)
+		return n.saveTrainState(tc.Checkpoint, &tc, count, opt, src, trace, prior+time.Since(begun).Seconds())
+	}
 	t := ad.NewTape()
 	imgs := make([]float64, tc.Batch*is)
 	var labels []int
 	if len(n.heads) > 1 {
 		labels = make([]int, tc.Batch)
 	}
-	trace := make([]float64, 0, tc.Steps)
-	start, sum := time.Now(), 0.0
-	for step := 1; step <= tc.Steps; step++ {
+	start, sum, k := time.Now(), 0.0, 0
+	for step := len(trace) + 1; step <= tc.Steps; step++ {
 		if err := ctx.Err(); err != nil {
-			return trace, err
+			return trace, errors.Join(err, save())
 		}
 		for b := range tc.Batch {
 			i := rng.IntN(count)
@@ -105,12 +147,16 @@ func (n *Net) Train(ctx context.Context, data Data, tc TrainConfig) ([]float64, 
 			return trace, fmt.Errorf("jigsaw: Train: %w", err)
 		}
 		trace = append(trace, l)
-		sum += l
+		if step%saveEvery == 0 || step == tc.Steps {
+			if err := save(); err != nil {
+				return trace, err
+			}
+		}
+		sum, k = sum+l, k+1
 		if tc.Progress != nil && (step%every == 0 || step == tc.Steps) {
-			k := (step-1)%every + 1
 			el := time.Since(start).Seconds()
 			tc.Progress(step, sum/float64(k), float64(k*tc.Batch)/el)
-			start, sum = time.Now(), 0
+			start, sum, k = time.Now(), 0, 0
 		}
 	}
 	return trace, nil
