@@ -1,17 +1,12 @@
 package vi
 
 import (
-	"bytes"
-	"encoding/gob"
 	"errors"
 	"fmt"
-	"io"
-	"io/fs"
-	"os"
 
 	"github.com/permlab/permlab/ad"
 	"github.com/permlab/permlab/ad/optim"
-	"github.com/permlab/permlab/internal/atomicfile"
+	"github.com/permlab/permlab/internal/gobfile"
 )
 
 const checkpointVersion = 1
@@ -63,24 +58,20 @@ func (ck *checkpoint) restore(params []*ad.Param, opt optim.Optimizer) error {
 // path, so a crash leaves either the old or the new checkpoint, never a
 // partial one.
 func writeCheckpoint(path string, ck *checkpoint) error {
-	err := atomicfile.Write(path, func(w io.Writer) error { return gob.NewEncoder(w).Encode(ck) })
-	if err != nil {
+	if err := gobfile.Write(path, ck); err != nil {
 		return fmt.Errorf("vi: writing checkpoint: %w", err)
 	}
 	return nil
 }
 
 func readCheckpoint(path string) (*checkpoint, error) {
-	data, err := os.ReadFile(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, errNoCheckpoint
-	}
-	if err != nil {
-		return nil, fmt.Errorf("vi: reading checkpoint: %w", err)
-	}
 	ck := new(checkpoint)
-	if err := gob.NewDecoder(bytes.NewReader(data)).Decode(ck); err != nil {
-		return nil, fmt.Errorf("vi: reading checkpoint %s: %w", path, err)
+	found, err := gobfile.Read(path, ck)
+	switch {
+	case err != nil:
+		return nil, fmt.Errorf("vi: reading checkpoint: %w", err)
+	case !found:
+		return nil, errNoCheckpoint
 	}
 	return ck, nil
 }

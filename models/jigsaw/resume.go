@@ -1,17 +1,11 @@
 package jigsaw
 
 import (
-	"bytes"
-	"encoding/gob"
-	"errors"
 	"fmt"
-	"io"
-	"io/fs"
 	"math/rand/v2"
-	"os"
 
 	"github.com/permlab/permlab/ad/optim"
-	"github.com/permlab/permlab/internal/atomicfile"
+	"github.com/permlab/permlab/internal/gobfile"
 )
 
 // trainStateVersion is the version of the file TrainConfig.Checkpoint names;
@@ -57,8 +51,7 @@ func (n *Net) saveTrainState(path string, tc *TrainConfig, count int, opt *optim
 		st.Names = append(st.Names, p.Name)
 		st.Values = append(st.Values, p.Value.Data)
 	}
-	err = atomicfile.Write(path, func(w io.Writer) error { return gob.NewEncoder(w).Encode(&st) })
-	if err != nil {
+	if err := gobfile.Write(path, &st); err != nil {
 		return fmt.Errorf("jigsaw: Train: writing checkpoint: %w", err)
 	}
 	return nil
@@ -68,16 +61,12 @@ func (n *Net) saveTrainState(path string, tc *TrainConfig, count int, opt *optim
 // returns it, or returns nil when there is no such file. Every mismatch with
 // the current run is an error that names the setting.
 func (n *Net) loadTrainState(path string, tc *TrainConfig, count int, opt *optim.Adam, src *rand.PCG) (*trainState, error) {
-	data, err := os.ReadFile(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("jigsaw: Train: reading checkpoint: %w", err)
-	}
 	st := new(trainState)
-	if err := gob.NewDecoder(bytes.NewReader(data)).Decode(st); err != nil {
-		return nil, fmt.Errorf("jigsaw: Train: checkpoint %s is unreadable: %w", path, err)
+	if found, err := gobfile.Read(path, st); err != nil || !found {
+		if err != nil {
+			err = fmt.Errorf("jigsaw: Train: checkpoint: %w", err)
+		}
+		return nil, err
 	}
 	if st.Version != trainStateVersion {
 		return nil, fmt.Errorf("jigsaw: Train: checkpoint %s has version %d, want %d", path, st.Version, trainStateVersion)

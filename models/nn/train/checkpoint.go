@@ -1,18 +1,12 @@
 package train
 
 import (
-	"bytes"
-	"encoding/gob"
-	"errors"
 	"fmt"
-	"io"
-	"io/fs"
-	"os"
 	"slices"
 
 	"github.com/permlab/permlab/ad"
 	"github.com/permlab/permlab/ad/optim"
-	"github.com/permlab/permlab/internal/atomicfile"
+	"github.com/permlab/permlab/internal/gobfile"
 )
 
 const checkpointVersion = 1
@@ -80,16 +74,12 @@ func (r *runner) checkpoint() *checkpoint {
 // resume restores the run from its checkpoint file, if there is one.
 func (r *runner) resume() error {
 	path := r.o.Checkpoint
-	data, err := os.ReadFile(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("train: Run: reading checkpoint: %w", err)
-	}
 	ck := new(checkpoint)
-	if err := gob.NewDecoder(bytes.NewReader(data)).Decode(ck); err != nil {
-		return fmt.Errorf("train: Run: checkpoint %s is unreadable: %w", path, err)
+	if found, err := gobfile.Read(path, ck); err != nil || !found {
+		if err != nil {
+			err = fmt.Errorf("train: Run: checkpoint: %w", err)
+		}
+		return err
 	}
 	if ck.Version != checkpointVersion {
 		return fmt.Errorf("train: Run: checkpoint %s has version %d, want %d", path, ck.Version, checkpointVersion)
@@ -126,8 +116,7 @@ func (r *runner) resume() error {
 // file in the same folder, which is synced and renamed over path, so a crash
 // leaves either the old checkpoint or the new one.
 func writeCheckpoint(path string, ck *checkpoint) error {
-	err := atomicfile.Write(path, func(w io.Writer) error { return gob.NewEncoder(w).Encode(ck) })
-	if err != nil {
+	if err := gobfile.Write(path, ck); err != nil {
 		return fmt.Errorf("train: writing checkpoint: %w", err)
 	}
 	return nil
