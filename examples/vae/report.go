@@ -21,8 +21,10 @@ import (
 // dir (any depth; a file is a summary if its name ends in .json and it has
 // an "estimator"; one without "eval_split" predates the flag and was
 // evaluated on the test set): one table of the test-set runs,
-// mean ± sd over seeds for each estimator and setting, and one of the
-// validation (tuning) runs, a row per run. The docs' generated blocks are
+// mean ± sd over seeds for each estimator and setting, one of the
+// validation (tuning) runs, a row per run, and for runs with an AIS
+// estimate a row per run and, where a setting has several seeds, their
+// mean ± sd over seeds. The docs' generated blocks are
 // this output, so every number in them comes from committed files.
 func report(dir string, w io.Writer) error {
 	var runs []summary
@@ -108,6 +110,7 @@ func report(dir string, w io.Writer) error {
 			fmt.Fprintln(w)
 		}
 		writeAISTable(w, ais)
+		writeAISSeeds(w, ais)
 	}
 	return nil
 }
@@ -137,6 +140,51 @@ func writeAISTable(w io.Writer, runs []summary) {
 		fmt.Fprintf(w, "| %s | %s | %d | %d%s | %.2f (K = %d) | %d × %d | %.2f ± %.2f | %.3f | %s | %.1f |\n",
 			estimatorLabel(s), priorTemp(s), s.Seed, a.Images, split, e.NegLogPx, e.K, a.Steps, a.Chains,
 			a.NegLogPx, a.NegLogPxSE, a.LogWeightSD, gap, s.AISSecs/60)
+	}
+}
+
+// writeAISSeeds pools, for every AIS setting run with more than one seed,
+// the seeds' estimates: mean ± sample sd over seeds of the IW and AIS
+// estimates on the same images and of their difference. It prints nothing
+// when every setting has one seed.
+func writeAISSeeds(w io.Writer, runs []summary) {
+	var groups []*group
+	for _, s := range runs {
+		e, a := s.eval(), s.AIS
+		key := fmt.Sprintf("%s|%s|%s|%d|%d|%d|%d", estimatorLabel(s), priorTemp(s), s.EvalSplit, a.Images, e.K, a.Steps, a.Chains)
+		if len(groups) == 0 || groups[len(groups)-1].key != key {
+			groups = append(groups, &group{key: key})
+		}
+		g := groups[len(groups)-1]
+		g.runs = append(g.runs, s)
+	}
+	header := false
+	for _, g := range groups {
+		if len(g.runs) < 2 {
+			continue
+		}
+		if !header {
+			fmt.Fprintln(w)
+			fmt.Fprintln(w, "| estimator | λ_p | seeds | images | IW −log p(x) | AIS steps × chains | AIS −log p(x) | IW − AIS |")
+			fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|")
+			header = true
+		}
+		var seeds []string
+		var iw, ais, diff []float64
+		for _, s := range g.runs {
+			seeds = append(seeds, strconv.FormatUint(s.Seed, 10))
+			iw = append(iw, s.eval().NegLogPx)
+			ais = append(ais, s.AIS.NegLogPx)
+			diff = append(diff, s.eval().NegLogPx-s.AIS.NegLogPx)
+		}
+		s := g.runs[0]
+		split := ""
+		if s.EvalSplit != "test" {
+			split = " " + s.EvalSplit
+		}
+		fmt.Fprintf(w, "| %s | %s | %s | %d%s | %s (K = %d) | %d × %d | %s | %s |\n",
+			estimatorLabel(s), priorTemp(s), strings.Join(seeds, ", "), s.AIS.Images, split, meanSD(iw), s.eval().K,
+			s.AIS.Steps, s.AIS.Chains, meanSD(ais), meanSD(diff))
 	}
 }
 

@@ -65,6 +65,11 @@ func TestReport(t *testing.T) {
 			AIS:     &vae.AISEval{Images: 100, Steps: steps, Chains: 4, NegLogPx: 86.5 - float64(steps)/4000, NegLogPxSE: 2.5, LogWeightSD: 0.25},
 			AISSecs: 90, BDMC: &vae.BDMCEval{Images: 20, Gap: 0.04, GapSE: 0.01}})
 	}
+	// A second seed at 1,000 steps: its row follows seed 1's, and the two
+	// are pooled in a table of their own (4,000 steps has one seed: no row).
+	writeSummary(t, filepath.Join(dir, "ais", "gs1000_seed2.json"), summary{Estimator: "gumbel-softmax", Seed: 2, Epochs: 100,
+		EvalSplit: "test", Test: &vae.Eval{Images: 100, K: 100, NegELBO: 98, NegLogPx: 91},
+		AIS: &vae.AISEval{Images: 100, Steps: 1000, Chains: 4, NegLogPx: 87.25, NegLogPxSE: 2.5, LogWeightSD: 0.5}, AISSecs: 60})
 	if err := os.WriteFile(filepath.Join(dir, "val.json"), []byte(`{"0":{"neg_elbo":1}}`), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -73,13 +78,20 @@ func TestReport(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := out.String()
+	if strings.Contains(got, "| 4000 × 4 | 85.50 | 3.50 |") {
+		t.Error("a setting with one seed has a pooled row")
+	}
 	for _, want := range []string{
 		"| gumbel-softmax | – | 1, 2, 3 | 100 | 112.00 ± 2.00 | 102.00 ± 2.00 (K = 100, 10000 images) | 106.7 | 20 min |",
 		"| gumbel-softmax | – | 1, 2, 3 | 100 | 100.00 ± 0.00 | 90.00 ± 0.00 (K = 1000, 1000 images) | 106.7 | evaluation of trained runs |",
 		"| concrete | 0.5 | 101 | 10 | 120.00 ± 1.50 (1000 images) | 111.25 ± 0.50 (K = 100, 1000 images) |",
 		"| gumbel-softmax (float32) | – | 1 | 100 | 111.00 | 101.00 (K = 100, 10000 images) | 106.7 | 10 min |",
 		"| gumbel-softmax | – | 1 | 100 | 89.00 (K = 100) | 1000 × 4 | 86.25 ± 2.50 | 0.250 | 0.040 ± 0.010 (20) | 1.5 |\n" +
+			"| gumbel-softmax | – | 2 | 100 | 91.00 (K = 100) | 1000 × 4 | 87.25 ± 2.50 | 0.500 | – | 1.0 |\n" +
 			"| gumbel-softmax | – | 1 | 100 | 89.00 (K = 100) | 4000 × 4 | 85.50 ± 2.50 | 0.250 | 0.040 ± 0.010 (20) | 1.5 |",
+		"| estimator | λ_p | seeds | images | IW −log p(x) | AIS steps × chains | AIS −log p(x) | IW − AIS |\n" +
+			"|---|---|---|---|---|---|---|---|\n" +
+			"| gumbel-softmax | – | 1, 2 | 100 | 90.00 ± 1.41 (K = 100) | 1000 × 4 | 86.75 ± 0.71 | 3.25 ± 0.71 |\n",
 	} {
 		if !strings.Contains(got, want) {
 			t.Errorf("report lacks\n%s\ngot\n%s", want, got)
