@@ -227,18 +227,16 @@ func experiment(ctx context.Context, o options, p int, train, test *dataset.Imag
 		rec *record
 		err error
 	)
+	if err := os.MkdirAll(o.out, 0o755); err != nil {
+		return nil, err
+	}
+	base := filepath.Join(o.out, fmt.Sprintf("jigsaw_%s_p%d", safe(name), p))
 	if o.load != "" {
 		if net, rec, err = loadTrained(o, p, train); err != nil {
 			return nil, err
 		}
-	} else {
-		if err := os.MkdirAll(o.out, 0o755); err != nil {
-			return nil, err
-		}
-		ckpt := filepath.Join(o.out, fmt.Sprintf("jigsaw_%s_p%d.ckpt", safe(name), p))
-		if net, rec, err = trainNet(ctx, o, p, train, ckpt); err != nil {
-			return nil, err
-		}
+	} else if net, rec, err = trainNet(ctx, o, p, train, base+".ckpt"); err != nil {
+		return nil, err
 	}
 	if o.dec.Pairwise != 0 || o.dec.Anneal != 0 {
 		rec.Decoder = &o.dec
@@ -262,10 +260,6 @@ func experiment(ctx context.Context, o options, p int, train, test *dataset.Imag
 	if rec.Oracle, err = oracleMetrics(z, o.seed); err != nil {
 		return nil, err
 	}
-	if err := os.MkdirAll(o.out, 0o755); err != nil {
-		return nil, err
-	}
-	base := filepath.Join(o.out, fmt.Sprintf("jigsaw_%s_p%d", safe(name), p))
 	if err := writeJSON(base+".json", rec); err != nil {
 		return nil, err
 	}

@@ -133,12 +133,8 @@ func writeAISTable(w io.Writer, runs []summary) {
 		if b := s.BDMC; b != nil {
 			gap = fmt.Sprintf("%.3f ± %.3f (%d)", b.Gap, b.GapSE, b.Images)
 		}
-		split := ""
-		if s.EvalSplit != "test" {
-			split = " " + s.EvalSplit
-		}
 		fmt.Fprintf(w, "| %s | %s | %d | %d%s | %.2f (K = %d) | %d × %d | %.2f ± %.2f | %.3f | %s | %.1f |\n",
-			estimatorLabel(s), priorTemp(s), s.Seed, a.Images, split, e.NegLogPx, e.K, a.Steps, a.Chains,
+			estimatorLabel(s), priorTemp(s), s.Seed, a.Images, splitNote(s), e.NegLogPx, e.K, a.Steps, a.Chains,
 			a.NegLogPx, a.NegLogPxSE, a.LogWeightSD, gap, s.AISSecs/60)
 	}
 }
@@ -148,16 +144,9 @@ func writeAISTable(w io.Writer, runs []summary) {
 // estimates on the same images and of their difference. It prints nothing
 // when every setting has one seed.
 func writeAISSeeds(w io.Writer, runs []summary) {
-	var groups []*group
-	for _, s := range runs {
-		e, a := s.eval(), s.AIS
-		key := fmt.Sprintf("%s|%s|%s|%d|%d|%d|%d", estimatorLabel(s), priorTemp(s), s.EvalSplit, a.Images, e.K, a.Steps, a.Chains)
-		if len(groups) == 0 || groups[len(groups)-1].key != key {
-			groups = append(groups, &group{key: key})
-		}
-		g := groups[len(groups)-1]
-		g.runs = append(g.runs, s)
-	}
+	groups := groupRuns(runs, func(s summary) string {
+		return fmt.Sprintf("%s|%s|%s|%d|%d|%d|%d", estimatorLabel(s), priorTemp(s), s.EvalSplit, s.AIS.Images, s.eval().K, s.AIS.Steps, s.AIS.Chains)
+	})
 	header := false
 	for _, g := range groups {
 		if len(g.runs) < 2 {
@@ -178,12 +167,8 @@ func writeAISSeeds(w io.Writer, runs []summary) {
 			diff = append(diff, s.eval().NegLogPx-s.AIS.NegLogPx)
 		}
 		s := g.runs[0]
-		split := ""
-		if s.EvalSplit != "test" {
-			split = " " + s.EvalSplit
-		}
 		fmt.Fprintf(w, "| %s | %s | %s | %d%s | %s (K = %d) | %d × %d | %s | %s |\n",
-			estimatorLabel(s), priorTemp(s), strings.Join(seeds, ", "), s.AIS.Images, split, meanSD(iw), s.eval().K,
+			estimatorLabel(s), priorTemp(s), strings.Join(seeds, ", "), s.AIS.Images, splitNote(s), meanSD(iw), s.eval().K,
 			s.AIS.Steps, s.AIS.Chains, meanSD(ais), meanSD(diff))
 	}
 }
@@ -242,16 +227,34 @@ type group struct {
 	runs []summary
 }
 
-func writeTestTable(w io.Writer, runs []summary) {
+// groupRuns cuts runs, sorted so that a setting's runs are adjacent, into
+// groups of equal key.
+func groupRuns(runs []summary, key func(summary) string) []*group {
 	var groups []*group
 	for _, s := range runs {
-		key := fmt.Sprintf("%s|%s|%d|%d|%d", estimatorLabel(s), priorTemp(s), s.Epochs, s.Test.K, s.Test.Images)
-		if len(groups) == 0 || groups[len(groups)-1].key != key {
-			groups = append(groups, &group{key: key})
+		k := key(s)
+		if len(groups) == 0 || groups[len(groups)-1].key != k {
+			groups = append(groups, &group{key: k})
 		}
 		g := groups[len(groups)-1]
 		g.runs = append(g.runs, s)
 	}
+	return groups
+}
+
+// splitNote marks the images of a run evaluated on another split than the
+// test set (" validation"); "" for the test set.
+func splitNote(s summary) string {
+	if s.EvalSplit == "test" {
+		return ""
+	}
+	return " " + s.EvalSplit
+}
+
+func writeTestTable(w io.Writer, runs []summary) {
+	groups := groupRuns(runs, func(s summary) string {
+		return fmt.Sprintf("%s|%s|%d|%d|%d", estimatorLabel(s), priorTemp(s), s.Epochs, s.Test.K, s.Test.Images)
+	})
 	fmt.Fprintln(w, "| estimator | λ_p | seeds | epochs | test −ELBO | test IW −log p(x) | paper | train time per run |")
 	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|")
 	for _, g := range groups {
