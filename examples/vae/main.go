@@ -86,7 +86,7 @@ type options struct {
 	every, iwK, testN     int
 	valN, trainN          int
 	aisSteps, aisChains   int
-	bdmc                  int
+	aisSample, bdmc       int
 }
 
 func parseFlags(args []string, stderr io.Writer) (*options, error) {
@@ -118,6 +118,7 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.StringVar(&o.precision, "precision", "float64", "arithmetic of the dense layers' matrix products: float64, or float32 (about 1.3 times faster per step on one thread; parameters and everything else stay float64)")
 	fs.IntVar(&o.aisSteps, "ais-steps", 0, "also estimate −log p(x) of the final evaluation's images by annealed importance sampling with this many intermediate distributions (0: off)")
 	fs.IntVar(&o.aisChains, "ais-chains", 4, "AIS chains per image")
+	fs.IntVar(&o.aisSample, "ais-sample", 0, "with -ais-steps: run AIS on this many of the final evaluation's images drawn at random (from -eval-seed) instead of all, and estimate the mean AIS −log p(x) of all of them as the IW estimate minus the mean IW − AIS gap on the sample (vae.Settle), with its standard error (0: AIS on all)")
 	fs.IntVar(&o.bdmc, "bdmc", 0, "with -ais-steps: also run bidirectional Monte Carlo on this many images simulated from the trained model, which bounds the error of AIS with that schedule")
 	fs.StringVar(&o.report, "report", "", "print the Markdown tables of the summary.json files under this folder and exit (trains nothing)")
 	if err := fs.Parse(args); err != nil {
@@ -140,6 +141,9 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	}
 	if o.aisSteps < 0 || o.aisChains < 2 || o.bdmc < 0 || o.bdmc == 1 || (o.bdmc > 0 && o.aisSteps == 0) {
 		return nil, errors.New("-ais-steps must be >= 0, -ais-chains >= 2, and -bdmc 0 or >= 2 with -ais-steps")
+	}
+	if o.aisSample < 0 || o.aisSample == 1 || (o.aisSample > 0 && o.aisSteps == 0) {
+		return nil, errors.New("-ais-sample must be 0 or >= 2 (the standard error needs two images), and needs -ais-steps")
 	}
 	if o.evalSplit != "test" && o.evalSplit != "validation" {
 		return nil, fmt.Errorf("-eval-split %q: want test or validation", o.evalSplit)
@@ -199,8 +203,12 @@ type summary struct {
 	EvalSecs   float64    `json:"eval_seconds"`
 	// AIS is annealed importance sampling on the final evaluation's
 	// images (-ais-steps), BDMC its check on simulated data (-bdmc).
-	AIS         *vae.AISEval  `json:"ais,omitempty"`
-	AISSecs     float64       `json:"ais_seconds,omitempty"`
+	AIS     *vae.AISEval `json:"ais,omitempty"`
+	AISSecs float64      `json:"ais_seconds,omitempty"`
+	// Settled is the estimate of the mean AIS −log p(x) of all the final
+	// evaluation's images when AIS ran on a random sample of them
+	// (-ais-sample).
+	Settled     *vae.Settled  `json:"settled,omitempty"`
 	BDMC        *vae.BDMCEval `json:"bdmc,omitempty"`
 	BDMCSecs    float64       `json:"bdmc_seconds,omitempty"`
 	Binarize    string        `json:"binarization"`
@@ -421,7 +429,7 @@ func run(ctx context.Context, o *options, progress io.Writer) error {
 		s.ValEval = ev
 	}
 	if o.aisSteps > 0 {
-		if err := annealedEstimates(&s, m, final, o, progress); err != nil {
+		if err := annealedEstimates(&s, m, final, ev, o, progress); err != nil {
 			return err
 		}
 	}
@@ -447,10 +455,19 @@ func run(ctx context.Context, o *options, progress io.Writer) error {
 	return writeFigures(o.out, m, s, val)
 }
 
-// annealedEstimates adds to s the AIS estimate on the final images and,
-// with -bdmc, the bidirectional check on simulated ones.
-func annealedEstimates(s *summary, m *vae.Model, final *dataset.Images, o *options, progress io.Writer) error {
+// annealedEstimates adds to s the AIS estimate on the final images (or,
+// with -ais-sample, on a random sample of them, and the estimate for all
+// of them that it settles with iw, their IW estimate) and, with -bdmc, the
+// bidirectional check on simulated ones.
+func annealedEstimates(s *summary, m *vae.Model, final *dataset.Images, iw *vae.Eval, o *options, progress io.Writer) error {
 	opt := vae.AISOptions{Steps: o.aisSteps, Chains: o.aisChains, Seed: o.evalSeed}
+	if o.aisSample > 0 {
+		idx, err := vae.SampleIndices(final.N, o.aisSample, o.evalSeed)
+		if err != nil {
+			return fmt.Errorf("-ais-sample %d of %d images: %w", o.aisSample, final.N, err)
+		}
+		opt.Subset = idx
+	}
 	var began time.Time
 	stage := "AIS"
 	opt.OnImage = func(done, total int) {
@@ -464,6 +481,15 @@ func annealedEstimates(s *summary, m *vae.Model, final *dataset.Images, o *optio
 	s.AIS, s.AISSecs = a, time.Since(began).Seconds()
 	fmt.Fprintf(progress, "\n%s: AIS −log p(x) %.2f ± %.2f (%d steps, %d chains, %d images), log-weight sd %.3f\n",
 		o.evalSplit, a.NegLogPx, a.NegLogPxSE, a.Steps, a.Chains, a.Images, a.LogWeightSD)
+	if o.aisSample > 0 {
+		st, err := vae.Settle(iw, a)
+		if err != nil {
+			return err
+		}
+		s.Settled = st
+		fmt.Fprintf(progress, "%s: settled −log p(x) of all %d images %.2f ± %.2f (IW %.2f minus the IW − AIS gap %.2f on %d random images)\n",
+			o.evalSplit, st.Images, st.NegLogPx, st.NegLogPxSE, st.IW, st.Gap, st.Sample)
+	}
 	if o.bdmc == 0 {
 		return nil
 	}

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"flag"
 	"io"
+	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -35,7 +36,8 @@ func TestFlags(t *testing.T) {
 	if _, err := parseFlags([]string{"-mnist", "x", "-test-n", "1"}, io.Discard); err == nil || !strings.Contains(err.Error(), "-test-n 1") {
 		t.Errorf("-test-n 1: err %v", err)
 	}
-	for _, bad := range [][]string{{"-ais-chains", "1"}, {"-ais-steps", "-1"}, {"-bdmc", "5"}, {"-ais-steps", "9", "-bdmc", "1"}} {
+	for _, bad := range [][]string{{"-ais-chains", "1"}, {"-ais-steps", "-1"}, {"-bdmc", "5"}, {"-ais-steps", "9", "-bdmc", "1"},
+		{"-ais-sample", "5"}, {"-ais-steps", "9", "-ais-sample", "1"}, {"-ais-steps", "9", "-ais-sample", "-2"}} {
 		if _, err := parseFlags(append([]string{"-mnist", "x"}, bad...), io.Discard); err == nil || !strings.Contains(err.Error(), "-ais") {
 			t.Errorf("%v: err %v", bad, err)
 		}
@@ -199,6 +201,21 @@ func TestRunMNIST(t *testing.T) {
 	}
 	if !bytes.Equal(a, b) {
 		t.Error("the resumed run's parameters differ from the uninterrupted run's")
+	}
+
+	// AIS on a random sample of the 20 test images, settled with the IW
+	// estimate of all 20 (the run resumes at its end and trains nothing).
+	if err := run(context.Background(), runFlags(t, out, "-epochs", "2", "-ais-steps", "3", "-ais-chains", "2", "-ais-sample", "6"), io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	s = readSummary(t, out)
+	if st, a := s.Settled, s.AIS; st == nil || a == nil || st.Images != 20 || st.Sample != 6 || a.Images != 6 ||
+		len(a.Subset) != 6 || !slices.IsSorted(a.Subset) || st.IW != s.Test.NegLogPx ||
+		math.Abs(st.NegLogPx-(st.IW-st.Gap)) > 1e-12 || !(st.NegLogPxSE > 0) || len(st.SampleIW) != 6 {
+		t.Errorf("-ais-sample 6 of 20: settled %+v, AIS %+v", st, a)
+	}
+	if err := run(context.Background(), runFlags(t, out, "-epochs", "2", "-ais-steps", "3", "-ais-sample", "21"), io.Discard); err == nil || !strings.Contains(err.Error(), "-ais-sample 21 of 20") {
+		t.Errorf("-ais-sample 21 of 20 images: err %v", err)
 	}
 
 	err = run(context.Background(), runFlags(t, out, "-epochs", "3", "-estimator", "concrete"), io.Discard)

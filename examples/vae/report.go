@@ -86,9 +86,11 @@ func report(dir string, w io.Writer) error {
 		}
 		return int(a.Seed) - int(b.Seed)
 	})
-	var test, tune, ais []summary
+	var test, tune, ais, settled []summary
 	for _, s := range runs {
-		if s.AIS != nil {
+		if s.Settled != nil {
+			settled = append(settled, s) // AIS on a sample: the estimate is for all images
+		} else if s.AIS != nil {
 			ais = append(ais, s) // its own table: one seed's runs differ in their schedule
 		} else if s.EvalSplit == "test" {
 			test = append(test, s)
@@ -112,7 +114,44 @@ func report(dir string, w io.Writer) error {
 		writeAISTable(w, ais)
 		writeAISSeeds(w, ais)
 	}
+	if len(settled) > 0 {
+		if len(test)+len(tune)+len(ais) > 0 {
+			fmt.Fprintln(w)
+		}
+		writeSettledTable(w, settled)
+	}
 	return nil
+}
+
+// writeSettledTable lists the runs whose AIS ran on a random sample of the
+// images (-ais-sample), one row each, with the estimate for all of them
+// (vae.Settle) beside the paper's number, and where a setting has several
+// seeds a row of their mean ± sd.
+func writeSettledTable(w io.Writer, runs []summary) {
+	fmt.Fprintln(w, "| estimator | λ_p | seed | images | IW −log p(x) | AIS steps × chains | AIS sample | IW − AIS on the sample | settled −log p(x) | paper | AIS minutes |")
+	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|---|")
+	groups := groupRuns(runs, func(s summary) string {
+		return fmt.Sprintf("%s|%s|%s|%d|%d|%d|%d|%d", estimatorLabel(s), priorTemp(s), s.EvalSplit, s.Settled.Images, s.Settled.K, s.Settled.Sample, s.AIS.Steps, s.AIS.Chains)
+	})
+	for _, g := range groups {
+		var seeds []string
+		var iw, gap, est []float64
+		for _, s := range g.runs {
+			st := s.Settled
+			fmt.Fprintf(w, "| %s | %s | %d | %d%s | %.2f (K = %d) | %d × %d | %d images | %.2f ± %.2f | %.2f ± %.2f | %.1f | %.1f |\n",
+				estimatorLabel(s), priorTemp(s), s.Seed, st.Images, splitNote(s), st.IW, st.K, s.AIS.Steps, s.AIS.Chains,
+				st.Sample, st.Gap, st.GapSE, st.NegLogPx, st.NegLogPxSE, paperOf(s), s.AISSecs/60)
+			seeds = append(seeds, strconv.FormatUint(s.Seed, 10))
+			iw, gap, est = append(iw, st.IW), append(gap, st.Gap), append(est, st.NegLogPx)
+		}
+		if len(g.runs) < 2 {
+			continue
+		}
+		s := g.runs[0]
+		fmt.Fprintf(w, "| **%s, seeds %s** | %s | mean ± sd | %d%s | %s (K = %d) | %d × %d | %d images | %s | **%s** | %.1f | |\n",
+			estimatorLabel(s), strings.Join(seeds, ", "), priorTemp(s), s.Settled.Images, splitNote(s), meanSD(iw), s.Settled.K,
+			s.AIS.Steps, s.AIS.Chains, s.Settled.Sample, meanSD(gap), meanSD(est), paperOf(s))
+	}
 }
 
 func aisSteps(s summary) int {

@@ -70,6 +70,15 @@ func TestReport(t *testing.T) {
 	writeSummary(t, filepath.Join(dir, "ais", "gs1000_seed2.json"), summary{Estimator: "gumbel-softmax", Seed: 2, Epochs: 100,
 		EvalSplit: "test", Test: &vae.Eval{Images: 100, K: 100, NegELBO: 98, NegLogPx: 91},
 		AIS: &vae.AISEval{Images: 100, Steps: 1000, Chains: 4, NegLogPx: 87.25, NegLogPxSE: 2.5, LogWeightSD: 0.5}, AISSecs: 60})
+	// Runs with AIS on a sample (-ais-sample) get the settled table: a row
+	// per seed and, for two or more seeds, their mean ± sd.
+	for i, g := range []float64{2, 4} {
+		writeSummary(t, filepath.Join(dir, "settled", "c"+strconv.Itoa(i+1)+".json"), summary{Estimator: "concrete", Config: cfg, Seed: uint64(i + 1), Epochs: 100,
+			EvalSplit: "test", Test: &vae.Eval{Images: 10000, K: 100, NegELBO: 110, NegLogPx: 100 + float64(i)},
+			AIS:     &vae.AISEval{Images: 200, Steps: 4000, Chains: 4, Subset: []int{3, 9}, NegLogPx: 94},
+			AISSecs: 1200,
+			Settled: &vae.Settled{Images: 10000, Sample: 200, K: 100, IW: 100 + float64(i), Gap: g, GapSE: 0.25, NegLogPx: 100 + float64(i) - g, NegLogPxSE: 0.25}})
+	}
 	if err := os.WriteFile(filepath.Join(dir, "val.json"), []byte(`{"0":{"neg_elbo":1}}`), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -92,6 +101,9 @@ func TestReport(t *testing.T) {
 		"| estimator | λ_p | seeds | images | IW −log p(x) | AIS steps × chains | AIS −log p(x) | IW − AIS |\n" +
 			"|---|---|---|---|---|---|---|---|\n" +
 			"| gumbel-softmax | – | 1, 2 | 100 | 90.00 ± 1.41 (K = 100) | 1000 × 4 | 86.75 ± 0.71 | 3.25 ± 0.71 |\n",
+		"| concrete | 0.5 | 1 | 10000 | 100.00 (K = 100) | 4000 × 4 | 200 images | 2.00 ± 0.25 | 98.00 ± 0.25 | 111.5 | 20.0 |\n" +
+			"| concrete | 0.5 | 2 | 10000 | 101.00 (K = 100) | 4000 × 4 | 200 images | 4.00 ± 0.25 | 97.00 ± 0.25 | 111.5 | 20.0 |\n" +
+			"| **concrete, seeds 1, 2** | 0.5 | mean ± sd | 10000 | 100.50 ± 0.71 (K = 100) | 4000 × 4 | 200 images | 3.00 ± 1.41 | **97.50 ± 0.71** | 111.5 | |\n",
 	} {
 		if !strings.Contains(got, want) {
 			t.Errorf("report lacks\n%s\ngot\n%s", want, got)

@@ -6,6 +6,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"runtime"
+	"slices"
 	"sync"
 
 	"github.com/permlab/permlab/ad"
@@ -29,6 +30,13 @@ type AISOptions struct {
 	// OnImage, if not nil, is called after each image with the number of
 	// images done so far and their total. Calls are serialized.
 	OnImage func(done, total int)
+	// Subset, if not nil, lists the indices of the images AIS estimates,
+	// each at most once; nil estimates them all. An image of the subset is
+	// binarized, encoded and annealed exactly as in a run on all the
+	// images, so its estimate is the one that run would give it, and AIS
+	// on a random sample pairs image by image with Evaluate on the whole
+	// set (see Settle). BDMC ignores it.
+	Subset []int
 }
 
 func (o AISOptions) validate(op string) error {
@@ -36,6 +44,36 @@ func (o AISOptions) validate(op string) error {
 		return fmt.Errorf("vae: %s: %d steps and %d chains, want both >= 1", op, o.Steps, o.Chains)
 	}
 	return nil
+}
+
+// subset returns the indices AIS estimates among n images: opt.Subset,
+// checked, or 0 … n−1.
+func (o AISOptions) subset(n int) ([]int, error) {
+	if o.Subset == nil {
+		return seq(n), nil
+	}
+	if len(o.Subset) == 0 {
+		return nil, errors.New("vae: AIS: empty Subset (nil estimates every image)")
+	}
+	seen := make(map[int]bool, len(o.Subset))
+	for _, i := range o.Subset {
+		if i < 0 || i >= n {
+			return nil, fmt.Errorf("vae: AIS: Subset index %d out of range [0, %d)", i, n)
+		}
+		if seen[i] {
+			return nil, fmt.Errorf("vae: AIS: Subset index %d listed twice", i)
+		}
+		seen[i] = true
+	}
+	return slices.Clone(o.Subset), nil
+}
+
+func seq(n int) []int {
+	s := make([]int, n)
+	for i := range s {
+		s[i] = i
+	}
+	return s
 }
 
 // AISEval holds the estimates of Model.AIS, in nats per image.
@@ -57,6 +95,10 @@ type AISEval struct {
 	// PerImage holds each image's −log (1/C) Σ_c w_c, for paired
 	// comparisons with other estimates on the same images.
 	PerImage []float64 `json:"-"`
+
+	// Subset holds the indices of the estimated images when AISOptions.Subset
+	// chose them (PerImage[j] is image Subset[j]), and is nil otherwise.
+	Subset []int `json:",omitempty"`
 }
 
 // BDMCEval holds the estimates of Model.BDMC on data simulated from the
@@ -101,19 +143,30 @@ func (m *Model) AIS(images *dataset.Images, opt AISOptions) (*AISEval, error) {
 	if err != nil {
 		return nil, fmt.Errorf("vae: AIS: %w", err)
 	}
+	idx, err := opt.subset(images.N)
+	if err != nil {
+		return nil, err
+	}
+	// The encoder runs on every image even for a subset, so that each
+	// image's q(z | x) comes from the same chunk of rows as in a run on all
+	// of them, bit for bit.
 	logq, err := m.logQ(bin, images.N)
 	if err != nil {
 		return nil, fmt.Errorf("vae: AIS: %w", err)
 	}
 	betas := sigmoidSchedule(opt.Steps)
-	e := &AISEval{Images: images.N, Steps: opt.Steps, Chains: opt.Chains, PerImage: make([]float64, images.N)}
-	sds := make([]float64, images.N)
+	e := &AISEval{Images: len(idx), Steps: opt.Steps, Chains: opt.Chains, PerImage: make([]float64, len(idx))}
+	if opt.Subset != nil {
+		e.Subset = idx
+	}
+	sds := make([]float64, len(idx))
 	nlq := m.cfg.Latents * m.cfg.Classes
-	forImages(images.N, opt.OnImage, an, func(w *aisWork, i int) {
+	forImages(len(idx), opt.OnImage, an, func(w *aisWork, j int) {
+		i := idx[j]
 		rng := rand.New(rand.NewPCG(opt.Seed, aisStream|uint64(i)))
 		lw := w.run(an, bin[i*d:(i+1)*d], logq[i*nlq:(i+1)*nlq], betas, nil, rng)
-		e.PerImage[i] = -(logSumExp(lw) - math.Log(float64(len(lw))))
-		_, sds[i] = meanSD(lw)
+		e.PerImage[j] = -(logSumExp(lw) - math.Log(float64(len(lw))))
+		_, sds[j] = meanSD(lw)
 	})
 	e.NegLogPx, e.NegLogPxSE = meanSE(e.PerImage)
 	e.LogWeightSD, _ = meanSD(sds)

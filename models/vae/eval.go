@@ -24,6 +24,11 @@ type Eval struct {
 	// −log (1/K) Σ_k p(x | z_k) p(z_k)/q(z_k | x), and NegLogPxSE its
 	// standard error over images.
 	NegLogPx, NegLogPxSE float64
+
+	// PerImage holds each image's importance-weighted estimate
+	// −log (1/K) Σ_k w_k, for paired comparisons with other estimates on
+	// the same images (see Settle).
+	PerImage []float64 `json:"-"`
 }
 
 // evalChunk is the number of decoder rows (images × samples) per tape.
@@ -98,6 +103,10 @@ func (m *Model) Evaluate(images *dataset.Images, k int, seed uint64) (*Eval, err
 	e.NegELBO, e.NegELBOSE = meanSE(elbo)
 	e.NegLogPx, e.NegLogPxSE = meanSE(iw)
 	e.NegELBO, e.NegLogPx = -e.NegELBO, -e.NegLogPx
+	e.PerImage = make([]float64, len(iw))
+	for i, v := range iw {
+		e.PerImage[i] = -v
+	}
 	return e, nil
 }
 
