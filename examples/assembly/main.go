@@ -33,7 +33,6 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
-	"time"
 
 	"github.com/permlab/permlab/dataset"
 	"github.com/permlab/permlab/models/digits"
@@ -200,20 +199,18 @@ func trainOrLoad(ctx context.Context, o options, train *dataset.Images, res *res
 			fmt.Fprintf(os.Stderr, "step %d/%d loss %.5f %.0f images/s\n", step, o.steps, loss, ips)
 		}
 	}
-	prior := 0.0
-	tc.Resumed = func(step int, seconds float64) {
-		res.ResumedFrom, prior = step, seconds
+	tc.Resumed = func(step int, _ float64) {
 		fmt.Fprintf(os.Stderr, "resuming from step %d of %s\n", step, ckpt)
 	}
 	fmt.Fprintf(os.Stderr, "%dx%d pieces of %d px, 10 heads, %d parameters, %d steps of %d\n", o.p, o.p, net.Grid().PieceH, net.NumParams(), o.steps, o.batch)
-	start := time.Now()
-	if trace, err := net.Train(ctx, jigsaw.Data{Pixels: train.Pixels, Labels: train.Labels}, tc); err != nil {
-		if ctx.Err() != nil {
-			fmt.Fprintf(os.Stderr, "stopped after step %d; the same command goes on from %s\n", len(trace), ckpt)
+	tr, err := net.Train(ctx, jigsaw.Data{Pixels: train.Pixels, Labels: train.Labels}, tc)
+	if err != nil {
+		if tr != nil && ctx.Err() != nil {
+			fmt.Fprintf(os.Stderr, "stopped after step %d; the same command goes on from %s\n", len(tr.Losses), ckpt)
 		}
 		return nil, err
 	}
-	res.TrainSec = prior + time.Since(start).Seconds()
+	res.ResumedFrom, res.TrainSec = tr.ResumedFrom, tr.Seconds
 	return net, nil
 }
 

@@ -301,22 +301,19 @@ func trainNet(ctx context.Context, o options, p int, train *dataset.Images, ckpt
 			fmt.Fprintf(os.Stderr, "p=%d step %d/%d loss %.5f %.0f images/s\n", p, step, steps, loss, ips)
 		}
 	}
-	rec := &record{P: p, Config: cfg, Steps: steps, Batch: o.batch, LR: o.lr, Seed: o.seed, Params: net.NumParams()}
-	prior := 0.0
-	tc.Resumed = func(step int, seconds float64) {
-		rec.ResumedFrom, prior = step, seconds
+	tc.Resumed = func(step int, _ float64) {
 		fmt.Fprintf(os.Stderr, "p=%d: resuming from step %d of %s\n", p, step, ckpt)
 	}
 	fmt.Fprintf(os.Stderr, "p=%d: %d parameters, %d training images, %d steps of %d\n", p, net.NumParams(), train.N, steps, o.batch)
-	start := time.Now()
-	trace, err := net.Train(ctx, jigsaw.Data{Pixels: train.Pixels}, tc)
+	res, err := net.Train(ctx, jigsaw.Data{Pixels: train.Pixels}, tc)
 	if err != nil {
-		if ctx.Err() != nil {
-			fmt.Fprintf(os.Stderr, "p=%d: stopped after step %d; the same command goes on from %s\n", p, len(trace), ckpt)
+		if res != nil && ctx.Err() != nil {
+			fmt.Fprintf(os.Stderr, "p=%d: stopped after step %d; the same command goes on from %s\n", p, len(res.Losses), ckpt)
 		}
 		return nil, nil, err
 	}
-	rec.TrainSec, rec.FinalLoss = prior+time.Since(start).Seconds(), tailMean(trace, 100)
+	rec := &record{P: p, Config: cfg, Steps: steps, Batch: o.batch, LR: o.lr, Seed: o.seed, Params: net.NumParams(),
+		ResumedFrom: res.ResumedFrom, TrainSec: res.Seconds, FinalLoss: tailMean(res.Losses, 100)}
 	return net, rec, nil
 }
 

@@ -163,10 +163,12 @@ func TestTrainingResumes(t *testing.T) {
 
 	o.out, o.steps = t.TempDir(), 3
 	require.NoError(t, run(context.Background(), o))
+	short, _ := read(o.out)
 	o.steps = 8
 	require.NoError(t, run(context.Background(), o))
 	resumed, resumedNet := read(o.out)
 	assert.Equal(t, 3, resumed.ResumedFrom)
+	assert.Greater(t, resumed.TrainSec, short.TrainSec, "train_seconds counts the earlier invocation")
 	assert.Equal(t, whole.FinalLoss, resumed.FinalLoss)
 	assert.Equal(t, whole.Metrics, resumed.Metrics)
 	for i, p := range wholeNet.Params() {

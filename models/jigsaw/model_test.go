@@ -183,9 +183,12 @@ func TestTrainSolvesTinyPuzzle(t *testing.T) {
 	require.NoError(t, err)
 	before, err := net.Evaluate(test)
 	require.NoError(t, err)
-	trace, err := net.Train(context.Background(), Data{Pixels: blobs(rng, 500)}, TrainConfig{Steps: 300, Batch: 16, LR: 0.01, Seed: 1})
+	res, err := net.Train(context.Background(), Data{Pixels: blobs(rng, 500)}, TrainConfig{Steps: 300, Batch: 16, LR: 0.01, Seed: 1})
 	require.NoError(t, err)
+	trace := res.Losses
 	require.Len(t, trace, 300)
+	assert.Zero(t, res.ResumedFrom)
+	assert.Positive(t, res.Seconds)
 	after, err := net.Evaluate(test)
 	require.NoError(t, err)
 	// An untrained net is near chance (3/4 of pieces wrong).
@@ -214,7 +217,7 @@ func TestTrainReproducible(t *testing.T) {
 		require.NoError(t, err)
 		tr, err := net.Train(context.Background(), data, tc)
 		require.NoError(t, err)
-		return tr
+		return tr.Losses
 	}
 	a := trace(1)
 	assert.Equal(t, a, trace(1))
@@ -224,7 +227,7 @@ func TestTrainReproducible(t *testing.T) {
 	require.NoError(t, err)
 	b, err := net.Train(context.Background(), data, tc)
 	require.NoError(t, err)
-	assert.NotEqual(t, a, b)
+	assert.NotEqual(t, a, b.Losses)
 }
 
 func TestTrainErrors(t *testing.T) {

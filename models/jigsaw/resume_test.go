@@ -39,8 +39,9 @@ func TestTrainResume(t *testing.T) {
 	whole.Checkpoint = ""
 	ref, err := New(cfg, 1)
 	require.NoError(t, err)
-	refTrace, err := ref.Train(context.Background(), data, whole)
+	refRes, err := ref.Train(context.Background(), data, whole)
 	require.NoError(t, err)
+	refTrace := refRes.Losses
 	require.Len(t, refTrace, 30)
 
 	t.Run("cancelled", func(t *testing.T) {
@@ -57,7 +58,7 @@ func TestTrainResume(t *testing.T) {
 		}
 		part, err := net.Train(ctx, data, stopped)
 		require.ErrorIs(t, err, context.Canceled)
-		require.Len(t, part, 12)
+		require.Len(t, part.Losses, 12)
 		// A fresh network with other initial weights: all comes from the file.
 		again, err := New(cfg, 99)
 		require.NoError(t, err)
@@ -66,10 +67,12 @@ func TestTrainResume(t *testing.T) {
 			from = step
 			assert.Positive(t, seconds)
 		}
-		trace, err := again.Train(context.Background(), data, tc)
+		res, err := again.Train(context.Background(), data, tc)
 		require.NoError(t, err)
 		assert.Equal(t, 12, from, "resumed from the step it stopped at, not the last periodic checkpoint")
-		assert.Equal(t, refTrace, trace)
+		assert.Equal(t, 12, res.ResumedFrom)
+		assert.Greater(t, res.Seconds, part.Seconds, "the seconds of the stopped call count")
+		assert.Equal(t, refTrace, res.Losses)
 		assert.Equal(t, weights(ref), weights(again))
 	})
 
@@ -93,9 +96,10 @@ func TestTrainResume(t *testing.T) {
 		require.NoError(t, os.WriteFile(tc.Checkpoint, at14, 0o644))
 		again, err := New(cfg, 1)
 		require.NoError(t, err)
-		trace, err := again.Train(context.Background(), data, tc)
+		res, err := again.Train(context.Background(), data, tc)
 		require.NoError(t, err)
-		assert.Equal(t, refTrace, trace)
+		assert.Equal(t, 14, res.ResumedFrom)
+		assert.Equal(t, refTrace, res.Losses)
 		assert.Equal(t, weights(ref), weights(again))
 	})
 
@@ -107,14 +111,16 @@ func TestTrainResume(t *testing.T) {
 		require.NoError(t, err)
 		_, err = net.Train(context.Background(), data, short)
 		require.NoError(t, err)
-		trace, err := net.Train(context.Background(), data, tc)
+		res, err := net.Train(context.Background(), data, tc)
 		require.NoError(t, err)
-		assert.Equal(t, refTrace, trace)
+		assert.Equal(t, 10, res.ResumedFrom)
+		assert.Equal(t, refTrace, res.Losses)
 		assert.Equal(t, weights(ref), weights(net))
 		// Finished: running it again trains nothing and changes nothing.
-		trace, err = net.Train(context.Background(), data, tc)
+		res, err = net.Train(context.Background(), data, tc)
 		require.NoError(t, err)
-		assert.Equal(t, refTrace, trace)
+		assert.Equal(t, 30, res.ResumedFrom)
+		assert.Equal(t, refTrace, res.Losses)
 		assert.Equal(t, weights(ref), weights(net))
 	})
 }

@@ -38,9 +38,22 @@ type TrainConfig struct {
 	Checkpoint      string
 	CheckpointEvery int
 	// Resumed, if not nil, is called when Train resumes from Checkpoint,
-	// with the step it goes on from and the training seconds the earlier
-	// calls recorded.
+	// before the first step it trains, with the step it goes on from and
+	// the training seconds the earlier calls recorded (for a progress
+	// message: Training reports both too).
 	Resumed func(step int, seconds float64)
+}
+
+// Training is what Train did.
+type Training struct {
+	// Losses holds the loss of every step, those of earlier calls
+	// included when Train resumed from TrainConfig.Checkpoint.
+	Losses []float64
+	// ResumedFrom is the step Train resumed from, 0 when it started afresh.
+	ResumedFrom int
+	// Seconds is the training wall time of this call and of the earlier
+	// calls it resumed from.
+	Seconds float64
 }
 
 // Data is a set of images of one geometry, ImageSize values each, with an
@@ -52,10 +65,12 @@ type Data struct {
 
 // Train fits n to images by Adam on the loss of Loss, drawing every step a
 // minibatch of images uniformly with replacement and a fresh random
-// permutation for each. It returns the loss of every step, those of earlier
-// calls included when it resumes from tc.Checkpoint. It stops early, with
-// ctx's error, when ctx is done (after writing tc.Checkpoint, if set).
-func (n *Net) Train(ctx context.Context, data Data, tc TrainConfig) ([]float64, error) {
+// permutation for each. It stops early, with ctx's error, when ctx is done
+// (after writing tc.Checkpoint, if set). Once it has begun training it
+// returns what it did even with an error (Losses then ends with the last
+// step done); an error found before, in its arguments or in
+// tc.Checkpoint, comes with a nil Training.
+func (n *Net) Train(ctx context.Context, data Data, tc TrainConfig) (*Training, error) {
 	is := n.grid.ImageSize()
 	switch {
 	case len(data.Pixels) == 0 || len(data.Pixels)%is != 0:
@@ -87,18 +102,21 @@ func (n *Net) Train(ctx context.Context, data Data, tc TrainConfig) ([]float64, 
 	src := rand.NewPCG(tc.Seed, 0x747261696e)
 	rng := rand.New(src)
 	trace := make([]float64, 0, tc.Steps)
-	begun, prior := time.Now(), 0.0
+	begun, prior, from := time.Now(), 0.0, 0
 	if tc.Checkpoint != "" {
 		st, err := n.loadTrainState(tc.Checkpoint, &tc, count, opt, src)
 		if err != nil {
 			return nil, err
 		}
 		if st != nil {
-			trace, prior = append(trace, st.Trace...), st.Seconds
+			trace, prior, from = append(trace, st.Trace...), st.Seconds, st.Step
 			if tc.Resumed != nil {
 				tc.Resumed(st.Step, st.Seconds)
 			}
 		}
+	}
+	done := func(err error) (*Training, error) {
+		return &Training{Losses: trace, ResumedFrom: from, Seconds: prior + time.Since(begun).Seconds()}, err
 	}
 	saveEvery := tc.CheckpointEvery
 	if saveEvery < 1 {
@@ -121,7 +139,7 @@ func (n *Net) Train(ctx context.Context, data Data, tc TrainConfig) ([]float64, 
 	start, sum, k := time.Now(), 0.0, 0
 	for step := len(trace) + 1; step <= tc.Steps; step++ {
 		if err := ctx.Err(); err != nil {
-			return trace, errors.Join(err, save())
+			return done(errors.Join(err, save()))
 		}
 		for b := range tc.Batch {
 			i := rng.IntN(count)
@@ -132,24 +150,24 @@ func (n *Net) Train(ctx context.Context, data Data, tc TrainConfig) ([]float64, 
 		}
 		z, err := MakePuzzles(n.grid, imgs, labels, rng)
 		if err != nil {
-			return trace, fmt.Errorf("jigsaw: Train: %w", err)
+			return done(fmt.Errorf("jigsaw: Train: %w", err))
 		}
 		t.Reset()
 		loss := n.Loss(t, z, rng)
 		if err := t.Backward(loss); err != nil {
-			return trace, fmt.Errorf("jigsaw: Train: step %d: %w", step, err)
+			return done(fmt.Errorf("jigsaw: Train: step %d: %w", step, err))
 		}
 		l := loss.Item()
 		if math.IsNaN(l) || math.IsInf(l, 0) {
-			return trace, fmt.Errorf("jigsaw: Train: step %d: %w", step, errNonFinite)
+			return done(fmt.Errorf("jigsaw: Train: step %d: %w", step, errNonFinite))
 		}
 		if err := opt.Step(tc.LR); err != nil {
-			return trace, fmt.Errorf("jigsaw: Train: %w", err)
+			return done(fmt.Errorf("jigsaw: Train: %w", err))
 		}
 		trace = append(trace, l)
 		if step%saveEvery == 0 || step == tc.Steps {
 			if err := save(); err != nil {
-				return trace, err
+				return done(err)
 			}
 		}
 		sum, k = sum+l, k+1
@@ -159,7 +177,7 @@ func (n *Net) Train(ctx context.Context, data Data, tc TrainConfig) ([]float64, 
 			start, sum, k = time.Now(), 0, 0
 		}
 	}
-	return trace, nil
+	return done(nil)
 }
 
 var errNonFinite = errors.New("loss is not finite")
