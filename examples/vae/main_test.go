@@ -17,6 +17,7 @@ import (
 
 	"github.com/permlab/permlab/ad/optim"
 	"github.com/permlab/permlab/dataset"
+	"github.com/permlab/permlab/models/nn"
 	"github.com/permlab/permlab/models/nn/train"
 	"github.com/permlab/permlab/models/vae"
 	"github.com/permlab/permlab/vi"
@@ -216,6 +217,24 @@ func TestRunMNIST(t *testing.T) {
 	}
 	if err := run(context.Background(), runFlags(t, out, "-epochs", "2", "-ais-steps", "3", "-ais-sample", "21"), io.Discard); err == nil || !strings.Contains(err.Error(), "-ais-sample 21 of 20") {
 		t.Errorf("-ais-sample 21 of 20 images: err %v", err)
+	}
+
+	// The same network evaluated with float32 products: close to, and
+	// recorded apart from, the float64 evaluation; -eval-precision equal to
+	// the training's changes nothing.
+	f64 := s.Test
+	if err := run(context.Background(), runFlags(t, out, "-epochs", "2", "-eval-precision", "float32"), io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	if s = readSummary(t, out); s.EvalPrecision != "float32" || s.Config.Precision != nn.Float64 ||
+		s.Test.NegLogPx == f64.NegLogPx || math.Abs(s.Test.NegLogPx-f64.NegLogPx) > 0.05 {
+		t.Errorf("-eval-precision float32: precision %q (training %v), IW %v against %v in float64", s.EvalPrecision, s.Config.Precision, s.Test.NegLogPx, f64.NegLogPx)
+	}
+	if err := run(context.Background(), runFlags(t, out, "-epochs", "2", "-eval-precision", "float64"), io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	if s = readSummary(t, out); s.EvalPrecision != "" || s.Test.NegLogPx != f64.NegLogPx {
+		t.Errorf("-eval-precision float64 on a float64 run: precision %q, IW %v against %v", s.EvalPrecision, s.Test.NegLogPx, f64.NegLogPx)
 	}
 
 	err = run(context.Background(), runFlags(t, out, "-epochs", "3", "-estimator", "concrete"), io.Discard)

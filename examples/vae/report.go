@@ -252,12 +252,18 @@ func priorTemp(s summary) string {
 }
 
 // estimatorLabel names a run's estimator, with "(float32)" for a run whose
-// products were float32 (float64 runs, the default, carry no mark).
+// products were float32 (float64 runs, the default, carry no mark) and
+// ", evaluated in P" for one whose final evaluation ran in another
+// precision (-eval-precision).
 func estimatorLabel(s summary) string {
-	if s.Config.Precision == nn.Float64 {
-		return s.Estimator
+	l := s.Estimator
+	if s.Config.Precision != nn.Float64 {
+		l += " (" + s.Config.Precision.String() + ")"
 	}
-	return s.Estimator + " (" + s.Config.Precision.String() + ")"
+	if s.EvalPrecision != "" {
+		l += ", evaluated in " + s.EvalPrecision
+	}
+	return l
 }
 
 // group is the runs of one setting, which differ only in their seed.

@@ -58,6 +58,9 @@ func TestReport(t *testing.T) {
 	f32.Precision = nn.Float32
 	writeSummary(t, filepath.Join(dir, "f32", "gs1.json"), summary{Estimator: "gumbel-softmax", Config: f32, Seed: 1, Epochs: 100,
 		EvalSplit: "test", TrainSecs: 600, Test: &vae.Eval{Images: 10000, K: 100, NegELBO: 111, NegLogPx: 101}})
+	// A float64 run evaluated with float32 products is its own row too.
+	writeSummary(t, filepath.Join(dir, "f32eval", "gs1.json"), summary{Estimator: "gumbel-softmax", Seed: 1, Epochs: 100, Steps: 50000, ResumedStep: 50000,
+		EvalSplit: "test", EvalPrecision: "float32", Test: &vae.Eval{Images: 10000, K: 100, NegELBO: 112, NegLogPx: 102.5}})
 	// Runs with AIS get a table of their own, a row each, ordered by schedule.
 	for _, steps := range []int{4000, 1000} {
 		writeSummary(t, filepath.Join(dir, "ais", "gs"+strconv.Itoa(steps)+".json"), summary{Estimator: "gumbel-softmax", Seed: 1, Epochs: 100,
@@ -95,6 +98,7 @@ func TestReport(t *testing.T) {
 		"| gumbel-softmax | – | 1, 2, 3 | 100 | 100.00 ± 0.00 | 90.00 ± 0.00 (K = 1000, 1000 images) | 106.7 | evaluation of trained runs |",
 		"| concrete | 0.5 | 101 | 10 | 120.00 ± 1.50 (1000 images) | 111.25 ± 0.50 (K = 100, 1000 images) |",
 		"| gumbel-softmax (float32) | – | 1 | 100 | 111.00 | 101.00 (K = 100, 10000 images) | 106.7 | 10 min |",
+		"| gumbel-softmax, evaluated in float32 | – | 1 | 100 | 112.00 | 102.50 (K = 100, 10000 images) | 106.7 | evaluation of trained runs |",
 		"| gumbel-softmax | – | 1 | 100 | 89.00 (K = 100) | 1000 × 4 | 86.25 ± 2.50 | 0.250 | 0.040 ± 0.010 (20) | 1.5 |\n" +
 			"| gumbel-softmax | – | 2 | 100 | 91.00 (K = 100) | 1000 × 4 | 87.25 ± 2.50 | 0.500 | – | 1.0 |\n" +
 			"| gumbel-softmax | – | 1 | 100 | 89.00 (K = 100) | 4000 × 4 | 85.50 ± 2.50 | 0.250 | 0.040 ± 0.010 (20) | 1.5 |",
