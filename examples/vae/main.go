@@ -56,9 +56,12 @@ images instead, and no test image is used. With -ais-steps T the final
 evaluation also estimates −log p(x) by annealed importance sampling
 (vae.Model.AIS: -ais-chains chains per image, each T Gibbs steps from
 q(z | x) towards the posterior), which settles with far fewer decoder
-evaluations than the IW estimate; -bdmc N adds bidirectional Monte Carlo
-on N images simulated from the model, whose gap bounds the error of that
-schedule on such data.
+evaluations than the IW estimate; -ais-sample N runs it on N of those
+images drawn at random instead, and estimates the mean AIS −log p(x) of
+all of them as the IW estimate minus the IW − AIS gap on the sample
+(vae.Settle), with its standard error; -bdmc N adds bidirectional Monte
+Carlo on N images simulated from the model, whose gap bounds the error of
+that schedule on such data.
 
 Training is vi.FitAmortized, the library's amortized variational inference,
 on the VAE as a model with a local categorical site per image. It
