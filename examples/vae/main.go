@@ -11,10 +11,12 @@ package main
 
 import (
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
+	"hash/fnv"
 	"io"
 	"io/fs"
 	"math"
@@ -448,7 +450,7 @@ func run(ctx context.Context, o *options, progress io.Writer) error {
 		s.ValEval = ev
 	}
 	if o.aisSteps > 0 {
-		if err := annealedEstimates(&s, m, final, ev, o, progress); err != nil {
+		if err := annealedEstimates(ctx, &s, m, final, ev, o, progress); err != nil {
 			return err
 		}
 	}
@@ -471,6 +473,9 @@ func run(ctx context.Context, o *options, progress io.Writer) error {
 	if err := os.WriteFile(filepath.Join(o.out, "summary.json"), append(b, '\n'), 0o644); err != nil {
 		return err
 	}
+	if err := os.Remove(filepath.Join(o.out, aisPartialName)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
 	return writeFigures(o.out, m, s, val)
 }
 
@@ -478,7 +483,11 @@ func run(ctx context.Context, o *options, progress io.Writer) error {
 // with -ais-sample, on a random sample of them, and the estimate for all
 // of them that it settles with iw, their IW estimate) and, with -bdmc, the
 // bidirectional check on simulated ones.
-func annealedEstimates(s *summary, m *vae.Model, final *dataset.Images, iw *vae.Eval, o *options, progress io.Writer) error {
+//
+// AIS keeps the images it has done in -out/ais_partial.json, so that the
+// same command goes on from them after an interruption; the file goes
+// when summary.json is written.
+func annealedEstimates(ctx context.Context, s *summary, m *vae.Model, final *dataset.Images, iw *vae.Eval, o *options, progress io.Writer) error {
 	opt := vae.AISOptions{Steps: o.aisSteps, Chains: o.aisChains, Seed: o.evalSeed}
 	if o.aisSample > 0 {
 		idx, err := vae.SampleIndices(final.N, o.aisSample, o.evalSeed)
@@ -487,17 +496,45 @@ func annealedEstimates(s *summary, m *vae.Model, final *dataset.Images, iw *vae.
 		}
 		opt.Subset = idx
 	}
+	partial := aisPartial{Split: o.evalSplit, Images: final.N, Steps: opt.Steps, Chains: opt.Chains, Seed: opt.Seed,
+		Subset: opt.Subset, Network: networkHash(m), Done: []vae.AISImage{}}
+	path := filepath.Join(o.out, aisPartialName)
+	if err := partial.resume(path); err != nil {
+		return err
+	}
+	if n := len(partial.Done); n > 0 {
+		fmt.Fprintf(progress, "AIS: resuming with %d images done (%s)\n", n, path)
+	}
+	opt.Done = partial.Done
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
 	var began time.Time
+	var saveErr error
+	prior := partial.Seconds
+	opt.OnResult = func(r vae.AISImage) {
+		partial.Done = append(partial.Done, r)
+		partial.Seconds = prior + time.Since(began).Seconds()
+		if err := partial.save(path); err != nil && saveErr == nil {
+			saveErr = err
+			cancel()
+		}
+	}
 	stage := "AIS"
 	opt.OnImage = func(done, total int) {
 		fmt.Fprintf(progress, "\r%s (%d steps, %d chains): %d/%d images, %.0f s", stage, opt.Steps, opt.Chains, done, total, time.Since(began).Seconds())
 	}
 	began = time.Now()
-	a, err := m.AIS(final, opt)
+	a, err := m.AISContext(ctx, final, opt)
+	if saveErr != nil {
+		return saveErr
+	}
 	if err != nil {
+		if ctx.Err() != nil {
+			fmt.Fprintf(progress, "\nAIS stopped with %d of %d images done; the same command goes on from %s\n", len(partial.Done), final.N, path)
+		}
 		return err
 	}
-	s.AIS, s.AISSecs = a, time.Since(began).Seconds()
+	s.AIS, s.AISSecs = a, prior+time.Since(began).Seconds()
 	fmt.Fprintf(progress, "\n%s: AIS −log p(x) %.2f ± %.2f (%d steps, %d chains, %d images), log-weight sd %.3f\n",
 		o.evalSplit, a.NegLogPx, a.NegLogPxSE, a.Steps, a.Chains, a.Images, a.LogWeightSD)
 	if o.aisSample > 0 {
@@ -546,6 +583,70 @@ func evalModel(m *vae.Model, prec string) (*vae.Model, error) {
 		copy(q.Value.Data, m.Params()[i].Value.Data)
 	}
 	return c, nil
+}
+
+// aisPartialName is the file in -out that holds an unfinished AIS run.
+const aisPartialName = "ais_partial.json"
+
+// aisPartial is what ais_partial.json holds: the settings of an AIS run,
+// the network it anneals, and the images it has done.
+type aisPartial struct {
+	Split   string         `json:"split"`
+	Images  int            `json:"images"`
+	Steps   int            `json:"steps"`
+	Chains  int            `json:"chains"`
+	Seed    uint64         `json:"seed"`
+	Subset  []int          `json:"subset,omitempty"`
+	Network string         `json:"network"` // networkHash of the trained parameters
+	Seconds float64        `json:"seconds"` // AIS wall time so far
+	Done    []vae.AISImage `json:"done"`
+}
+
+// resume reads path, if it is there, into p's Done and Seconds; one
+// written for other settings or another network is an error.
+func (p *aisPartial) resume(path string) error {
+	b, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	var got aisPartial
+	if err := json.Unmarshal(b, &got); err != nil {
+		return fmt.Errorf("%s: %w (delete it to start AIS afresh)", path, err)
+	}
+	want := *p
+	want.Done, want.Seconds = got.Done, got.Seconds
+	if !reflect.DeepEqual(got, want) {
+		return fmt.Errorf("%s belongs to AIS with other settings or another network (split %s, %d images, %d steps, %d chains, seed %d, network %s; this run: %s, %d, %d, %d, %d, %s); use the same flags to go on, or delete it to start AIS afresh",
+			path, got.Split, got.Images, got.Steps, got.Chains, got.Seed, got.Network, p.Split, p.Images, p.Steps, p.Chains, p.Seed, p.Network)
+	}
+	*p = got
+	return nil
+}
+
+func (p *aisPartial) save(path string) error {
+	b, err := json.Marshal(p)
+	if err != nil {
+		return err
+	}
+	return atomicfile.WriteFile(path, b)
+}
+
+// networkHash identifies a network by its parameters: FNV-1a over their
+// names and the bits of their values.
+func networkHash(m *vae.Model) string {
+	h := fnv.New64a()
+	var buf [8]byte
+	for _, p := range m.Params() {
+		h.Write([]byte(p.Name))
+		for _, v := range p.Value.Data {
+			binary.LittleEndian.PutUint64(buf[:], math.Float64bits(v))
+			h.Write(buf[:])
+		}
+	}
+	return fmt.Sprintf("%016x", h.Sum64())
 }
 
 func paperFor(e vae.Estimator) float64 {

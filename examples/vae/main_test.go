@@ -6,7 +6,9 @@ import (
 	"encoding/json"
 	"errors"
 	"flag"
+	"fmt"
 	"io"
+	"io/fs"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -305,5 +307,87 @@ func TestOldCheckpointRefused(t *testing.T) {
 	err = run(context.Background(), runFlags(t, out, "-epochs", "1"), io.Discard)
 	if err == nil || !strings.Contains(err.Error(), "older examples/vae") {
 		t.Errorf("old checkpoint: err %v", err)
+	}
+}
+
+// cancelAt is a progress writer that cancels a run once its output holds
+// the text at.
+type cancelAt struct {
+	at     string
+	cancel context.CancelFunc
+	buf    strings.Builder
+}
+
+func (c *cancelAt) Write(p []byte) (int, error) {
+	c.buf.Write(p)
+	if strings.Contains(c.buf.String(), c.at) {
+		c.cancel()
+	}
+	return len(p), nil
+}
+
+// TestAISResumes interrupts AIS after some images and runs the same
+// command again: it goes on from ais_partial.json and ends with the
+// estimate of a run that never stopped, bit for bit; the file goes with
+// the summary, and a partial file of other settings is refused.
+func TestAISResumes(t *testing.T) {
+	if testing.Short() {
+		t.Skip("trains on MNIST for a few seconds")
+	}
+	if _, err := os.Stat(mnistDir); err != nil {
+		t.Skipf("MNIST not found at %s: %v", mnistDir, err)
+	}
+	flags := []string{"-epochs", "1", "-ais-steps", "3", "-ais-chains", "2", "-ais-sample", "12"}
+	whole := t.TempDir()
+	if err := run(context.Background(), runFlags(t, whole, flags...), io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	want := readSummary(t, whole)
+
+	out := t.TempDir()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	w := &cancelAt{at: "5/12 images", cancel: cancel}
+	if err := run(ctx, runFlags(t, out, flags...), w); !errors.Is(err, context.Canceled) {
+		t.Fatalf("interrupted run: err %v, output\n%s", err, w.buf.String())
+	}
+	partialPath := filepath.Join(out, aisPartialName)
+	saved, err := os.ReadFile(partialPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var p aisPartial
+	if err := json.Unmarshal(saved, &p); err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Done) < 5 || len(p.Done) >= 12 || p.Steps != 3 || len(p.Subset) != 12 {
+		t.Fatalf("partial file after the interruption: %+v", p)
+	}
+	var progress strings.Builder
+	if err := run(context.Background(), runFlags(t, out, flags...), &progress); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(progress.String(), fmt.Sprintf("resuming with %d images done", len(p.Done))) {
+		t.Errorf("the second run did not say it resumed:\n%s", progress.String())
+	}
+	if strings.Contains(progress.String(), "): 1/12 images") {
+		t.Errorf("the second run annealed the images the first had done:\n%s", progress.String())
+	}
+	got := readSummary(t, out)
+	if got.AIS.NegLogPx != want.AIS.NegLogPx || got.AIS.LogWeightSD != want.AIS.LogWeightSD ||
+		got.Settled.NegLogPx != want.Settled.NegLogPx || !slices.Equal(got.Settled.SampleAIS, want.Settled.SampleAIS) {
+		t.Errorf("resumed AIS %+v, settled %+v; uninterrupted %+v, %+v", got.AIS, got.Settled, want.AIS, want.Settled)
+	}
+	if _, err := os.Stat(partialPath); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("%s left after the summary: %v", partialPath, err)
+	}
+
+	// The partial file of this run, found by a run with another schedule.
+	if err := os.WriteFile(partialPath, saved, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	other := append(slices.Clone(flags), "-ais-steps", "4")
+	if err := run(context.Background(), runFlags(t, out, other...), io.Discard); err == nil || !strings.Contains(err.Error(), "other settings") {
+		t.Errorf("partial file of 3 steps, run of 4: err %v", err)
 	}
 }

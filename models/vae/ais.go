@@ -1,6 +1,7 @@
 package vae
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math"
@@ -37,6 +38,24 @@ type AISOptions struct {
 	// on a random sample pairs image by image with Evaluate on the whole
 	// set (see Settle). BDMC ignores it.
 	Subset []int
+	// Done holds the results of an earlier run of AIS, with the same model,
+	// images and options, that stopped before the end (as OnResult
+	// delivered them). AIS takes them as they are and anneals only the
+	// other images; since every image has its own random stream, the
+	// result is bit for bit that of a run that never stopped. BDMC ignores
+	// it.
+	Done []AISImage
+	// OnResult, if not nil, is called with each image's result as soon as
+	// it is done (calls are serialized), so that a caller can keep them
+	// and resume an interrupted run through Done. BDMC ignores it.
+	OnResult func(AISImage)
+}
+
+// AISImage is the AIS result of one image.
+type AISImage struct {
+	Index       int     `json:"index"`         // the image's index in the set
+	NegLogPx    float64 `json:"neg_log_px"`    // −log (1/C) Σ_c w_c
+	LogWeightSD float64 `json:"log_weight_sd"` // sd of log w over the chains
 }
 
 func (o AISOptions) validate(op string) error {
@@ -131,6 +150,14 @@ type BDMCEval struct {
 // GOMAXPROCS. The decoder's products run in float64 whatever the model's
 // Config.Precision.
 func (m *Model) AIS(images *dataset.Images, opt AISOptions) (*AISEval, error) {
+	return m.AISContext(context.Background(), images, opt)
+}
+
+// AISContext is AIS that stops when ctx is done: the images being
+// annealed finish, no other starts, and it returns ctx's error. Every
+// finished image has reached opt.OnResult, so a run given them as
+// opt.Done goes on where this one stopped.
+func (m *Model) AISContext(ctx context.Context, images *dataset.Images, opt AISOptions) (*AISEval, error) {
 	if err := opt.validate("AIS"); err != nil {
 		return nil, err
 	}
@@ -160,14 +187,25 @@ func (m *Model) AIS(images *dataset.Images, opt AISOptions) (*AISEval, error) {
 		e.Subset = idx
 	}
 	sds := make([]float64, len(idx))
+	todo, err := applyDone(idx, opt.Done, e.PerImage, sds)
+	if err != nil {
+		return nil, err
+	}
+	var after func(j int)
+	if opt.OnResult != nil {
+		after = func(j int) { opt.OnResult(AISImage{Index: idx[j], NegLogPx: e.PerImage[j], LogWeightSD: sds[j]}) }
+	}
 	nlq := m.cfg.Latents * m.cfg.Classes
-	forImages(len(idx), opt.OnImage, an, func(w *aisWork, j int) {
+	err = forImages(ctx, todo, len(idx)-len(todo), opt.OnImage, after, an, func(w *aisWork, j int) {
 		i := idx[j]
 		rng := rand.New(rand.NewPCG(opt.Seed, aisStream|uint64(i)))
 		lw := w.run(an, bin[i*d:(i+1)*d], logq[i*nlq:(i+1)*nlq], betas, nil, rng)
 		e.PerImage[j] = -(logSumExp(lw) - math.Log(float64(len(lw))))
 		_, sds[j] = meanSD(lw)
 	})
+	if err != nil {
+		return nil, fmt.Errorf("vae: AIS: %w", err)
+	}
 	e.NegLogPx, e.NegLogPxSE = meanSE(e.PerImage)
 	e.LogWeightSD, _ = meanSD(sds)
 	return e, nil
@@ -207,7 +245,7 @@ func (m *Model) BDMC(n int, opt AISOptions) (*BDMCEval, error) {
 		rev[len(fwd)-1-i] = b
 	}
 	nf, nr := make([]float64, n), make([]float64, n)
-	forImages(n, opt.OnImage, an, func(w *aisWork, i int) {
+	_ = forImages(context.Background(), seq(n), 0, opt.OnImage, nil, an, func(w *aisWork, i int) {
 		xi, lq := x[i*d:(i+1)*d], logq[i*nl*nc:(i+1)*nl*nc]
 		r := rand.New(rand.NewPCG(opt.Seed, aisStream|uint64(i)))
 		lw := w.run(an, xi, lq, fwd, nil, r)
@@ -507,35 +545,81 @@ func meanSD(x []float64) (mean, sd float64) {
 	return mean, se * math.Sqrt(float64(len(x)))
 }
 
-// forImages calls f(w, i) for i = 0 … n−1 on up to GOMAXPROCS workers, each
-// with its own scratch w, and reports progress to onImage.
-func forImages(n int, onImage func(done, total int), a *annealer, f func(w *aisWork, i int)) {
-	workers := min(runtime.GOMAXPROCS(0), n)
+// forImages calls f(w, j) for each j of todo on up to GOMAXPROCS workers,
+// each with its own scratch w, and after each, serialized, after(j) (if
+// not nil) and onImage(done, total), done counting from already. When ctx
+// is done it hands out no more work, waits for the calls under way, and
+// returns ctx's error if some of todo did not run.
+func forImages(ctx context.Context, todo []int, already int, onImage func(done, total int), after func(j int), a *annealer, f func(w *aisWork, j int)) error {
+	workers := min(runtime.GOMAXPROCS(0), len(todo))
 	next := make(chan int)
 	var (
 		wg   sync.WaitGroup
 		mu   sync.Mutex
-		done int
+		done = already
 	)
+	total := already + len(todo)
 	for range workers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			w := newAISWork(a)
-			for i := range next {
-				f(w, i)
-				if onImage != nil {
-					mu.Lock()
-					done++
-					onImage(done, n)
-					mu.Unlock()
+			for j := range next {
+				f(w, j)
+				mu.Lock()
+				done++
+				if after != nil {
+					after(j)
 				}
+				if onImage != nil {
+					onImage(done, total)
+				}
+				mu.Unlock()
 			}
 		}()
 	}
-	for i := range n {
-		next <- i
+	var err error
+feed:
+	for _, j := range todo {
+		select {
+		case next <- j:
+		case <-ctx.Done():
+			err = ctx.Err()
+			break feed
+		}
 	}
 	close(next)
 	wg.Wait()
+	return err
+}
+
+// applyDone copies the results of done into perImage and sds at the
+// positions of their images in idx, and returns the positions still to
+// run.
+func applyDone(idx []int, done []AISImage, perImage, sds []float64) ([]int, error) {
+	pos := make(map[int]int, len(idx))
+	for j, i := range idx {
+		pos[i] = j
+	}
+	have := make([]bool, len(idx))
+	for _, r := range done {
+		j, ok := pos[r.Index]
+		switch {
+		case !ok:
+			return nil, fmt.Errorf("vae: AIS: Done holds image %d, which this run does not estimate", r.Index)
+		case have[j]:
+			return nil, fmt.Errorf("vae: AIS: Done holds image %d twice", r.Index)
+		case math.IsNaN(r.NegLogPx) || math.IsInf(r.NegLogPx, 0):
+			return nil, fmt.Errorf("vae: AIS: Done holds %v for image %d, not a result", r.NegLogPx, r.Index)
+		}
+		have[j] = true
+		perImage[j], sds[j] = r.NegLogPx, r.LogWeightSD
+	}
+	todo := make([]int, 0, len(idx)-len(done))
+	for j := range idx {
+		if !have[j] {
+			todo = append(todo, j)
+		}
+	}
+	return todo, nil
 }

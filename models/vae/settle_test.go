@@ -1,6 +1,8 @@
 package vae
 
 import (
+	"context"
+	"errors"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -203,5 +205,64 @@ func TestSettleErrors(t *testing.T) {
 	idx, err := SampleIndices(10, 4, 5)
 	if err != nil || len(idx) != 4 || !slices.IsSorted(idx) || len(slices.Compact(slices.Clone(idx))) != 4 {
 		t.Errorf("SampleIndices(10, 4, 5) = %v, %v: want 4 distinct indices in order", idx, err)
+	}
+}
+
+// TestAISResume stops AIS after a few images and goes on from the results
+// it delivered: the images annealed again are only the others, and the
+// estimates equal those of a run that never stopped, bit for bit.
+func TestAISResume(t *testing.T) {
+	m, im := peakedModel(t, 9)
+	for _, subset := range [][]int{nil, {8, 0, 4, 6, 2}} {
+		opt := AISOptions{Steps: 15, Chains: 2, Seed: 6, Subset: subset}
+		whole, err := m.AIS(im, opt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		var got []AISImage
+		stopped := opt
+		stopped.OnResult = func(r AISImage) {
+			got = append(got, r)
+			if len(got) == 2 {
+				cancel()
+			}
+		}
+		if _, err := m.AISContext(ctx, im, stopped); !errors.Is(err, context.Canceled) {
+			t.Fatalf("subset %v: cancelled run: err %v", subset, err)
+		}
+		if n := len(got); n < 2 || n >= whole.Images {
+			t.Fatalf("subset %v: the cancelled run finished %d of %d images", subset, n, whole.Images)
+		}
+		again := opt
+		again.Done = got
+		var rerun int
+		var progress []int
+		again.OnResult = func(AISImage) { rerun++ }
+		again.OnImage = func(done, total int) { progress = append(progress, done) }
+		res, err := m.AIS(im, again)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rerun != whole.Images-len(got) || progress[0] != len(got)+1 || progress[len(progress)-1] != whole.Images {
+			t.Errorf("subset %v: resumed run annealed %d images (progress %v), want the %d not done", subset, rerun, progress, whole.Images-len(got))
+		}
+		if !slices.Equal(res.PerImage, whole.PerImage) || res.NegLogPx != whole.NegLogPx || res.LogWeightSD != whole.LogWeightSD {
+			t.Errorf("subset %v: resumed %v (%v), whole %v (%v)", subset, res.PerImage, res.LogWeightSD, whole.PerImage, whole.LogWeightSD)
+		}
+	}
+	opt := AISOptions{Steps: 2, Chains: 2, Seed: 1, Subset: []int{1, 2}}
+	for _, c := range []struct {
+		done []AISImage
+		want string
+	}{
+		{[]AISImage{{Index: 3, NegLogPx: 1}}, "image 3, which this run does not estimate"},
+		{[]AISImage{{Index: 2, NegLogPx: 1}, {Index: 2, NegLogPx: 1}}, "image 2 twice"},
+		{[]AISImage{{Index: 1, NegLogPx: math.NaN()}}, "not a result"},
+	} {
+		opt.Done = c.done
+		if _, err := m.AIS(im, opt); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("Done %v: error %v, want one naming %q", c.done, err, c.want)
+		}
 	}
 }
