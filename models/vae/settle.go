@@ -27,8 +27,10 @@ type Settled struct {
 	// standard error NegLogPxSE = GapSE.
 	NegLogPx, NegLogPxSE float64
 
-	// SampleIW and SampleAIS hold the sample's two estimates, image by
-	// image, in the order of AISEval.Subset.
+	// Subset lists the sample's images (AISEval.Subset), nil when AIS ran
+	// on the whole set; SampleIW and SampleAIS hold the sample's two
+	// estimates, image by image, in that order.
+	Subset              []int `json:",omitempty"`
 	SampleIW, SampleAIS []float64
 }
 
@@ -68,7 +70,7 @@ func Settle(iw *Eval, ais *AISEval) (*Settled, error) {
 		return nil, fmt.Errorf("vae: Settle: %d AIS estimates for %d images", len(ais.PerImage), len(idx))
 	}
 	n, total := len(idx), iw.Images
-	s := &Settled{Images: total, Sample: n, K: iw.K, IW: iw.NegLogPx,
+	s := &Settled{Images: total, Sample: n, K: iw.K, IW: iw.NegLogPx, Subset: slices.Clone(ais.Subset),
 		SampleIW: make([]float64, n), SampleAIS: slices.Clone(ais.PerImage)}
 	gap := make([]float64, n)
 	for j, i := range idx {
@@ -89,6 +91,38 @@ func Settle(iw *Eval, ais *AISEval) (*Settled, error) {
 	}
 	s.NegLogPx, s.NegLogPxSE = s.IW-s.Gap, s.GapSE
 	return s, nil
+}
+
+// SettledDiff estimates b.NegLogPx − a.NegLogPx, the difference of two
+// models' settled −log p(x) on one set of images, from estimates made on
+// the same sample of it, pairing the images: the difference of the IW
+// means minus the sample mean of the per-image differences of the two
+// gaps, with the standard error of that paired mean (finite-population
+// correction included). Where the two models find the same images hard
+// to settle, it is well below the two standard errors combined.
+func SettledDiff(a, b *Settled) (diff, se float64, err error) {
+	if a == nil || b == nil {
+		return 0, 0, errors.New("vae: SettledDiff: nil estimate")
+	}
+	if a.Images != b.Images || !slices.Equal(a.Subset, b.Subset) || a.Sample != b.Sample ||
+		len(a.SampleIW) != a.Sample || len(b.SampleIW) != b.Sample || len(a.SampleAIS) != a.Sample || len(b.SampleAIS) != b.Sample {
+		return 0, 0, fmt.Errorf("vae: SettledDiff: the estimates are not on the same sample of the same images (%d of %d against %d of %d, or other images)",
+			a.Sample, a.Images, b.Sample, b.Images)
+	}
+	d := make([]float64, a.Sample)
+	for j := range d {
+		d[j] = (b.SampleIW[j] - b.SampleAIS[j]) - (a.SampleIW[j] - a.SampleAIS[j])
+	}
+	m, se := meanSE(d)
+	switch {
+	case a.Sample == a.Images:
+		se = 0
+	case a.Sample == 1:
+		return 0, 0, errors.New("vae: SettledDiff: one image of several: no standard error")
+	default:
+		se *= math.Sqrt(1 - float64(a.Sample)/float64(a.Images))
+	}
+	return (b.IW - a.IW) - m, se, nil
 }
 
 // SampleIndices returns k of the indices 0 … n−1 drawn uniformly at random

@@ -114,7 +114,7 @@ func TestSettleArithmetic(t *testing.T) {
 	}
 	// Gaps 1 and 3: mean 2, sd √2, SE √2/√2 · √(1 − 2/4).
 	want := Settled{Images: 4, Sample: 2, K: 10, IW: 25, Gap: 2, GapSE: math.Sqrt(0.5),
-		NegLogPx: 23, NegLogPxSE: math.Sqrt(0.5), SampleIW: []float64{10, 30}, SampleAIS: []float64{9, 27}}
+		NegLogPx: 23, NegLogPxSE: math.Sqrt(0.5), Subset: []int{0, 2}, SampleIW: []float64{10, 30}, SampleAIS: []float64{9, 27}}
 	if math.Abs(s.GapSE-want.GapSE) > 1e-15 {
 		t.Errorf("GapSE %v, want %v", s.GapSE, want.GapSE)
 	}
@@ -126,7 +126,7 @@ func TestSettleArithmetic(t *testing.T) {
 
 func equalSettled(a, b Settled) bool {
 	return a.Images == b.Images && a.Sample == b.Sample && a.K == b.K && a.IW == b.IW && a.Gap == b.Gap &&
-		a.GapSE == b.GapSE && a.NegLogPx == b.NegLogPx && a.NegLogPxSE == b.NegLogPxSE &&
+		a.GapSE == b.GapSE && a.NegLogPx == b.NegLogPx && a.NegLogPxSE == b.NegLogPxSE && slices.Equal(a.Subset, b.Subset) &&
 		slices.Equal(a.SampleIW, b.SampleIW) && slices.Equal(a.SampleAIS, b.SampleAIS)
 }
 
@@ -264,5 +264,27 @@ func TestAISResume(t *testing.T) {
 		if _, err := m.AIS(im, opt); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("Done %v: error %v, want one naming %q", c.done, err, c.want)
 		}
+	}
+}
+
+func TestSettledDiff(t *testing.T) {
+	// Two models on the same 2 of 4 images: gaps 1, 3 (a) and 2, 3 (b),
+	// per-image differences 1 and 0: mean 0.5, sd √0.5, SE 0.5 · √(1 − 2/4).
+	a := &Settled{Images: 4, Sample: 2, IW: 25, Subset: []int{0, 2}, SampleIW: []float64{10, 30}, SampleAIS: []float64{9, 27}, NegLogPx: 23}
+	b := &Settled{Images: 4, Sample: 2, IW: 26, Subset: []int{0, 2}, SampleIW: []float64{11, 31}, SampleAIS: []float64{9, 28}, NegLogPx: 23.5}
+	d, se, err := SettledDiff(a, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if math.Abs(d-(b.NegLogPx-a.NegLogPx)) > 1e-12 || math.Abs(se-0.5*math.Sqrt(0.5)) > 1e-12 {
+		t.Errorf("SettledDiff = %v ± %v, want 0.5 ± %v", d, se, 0.5*math.Sqrt(0.5))
+	}
+	other := *b
+	other.Subset = []int{1, 2}
+	if _, _, err := SettledDiff(a, &other); err == nil || !strings.Contains(err.Error(), "same sample") {
+		t.Errorf("different samples: error %v", err)
+	}
+	if _, _, err := SettledDiff(nil, b); err == nil {
+		t.Error("nil estimate: no error")
 	}
 }
