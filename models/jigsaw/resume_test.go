@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -153,4 +154,38 @@ func TestTrainResumeMismatch(t *testing.T) {
 	}
 	require.NoError(t, os.WriteFile(tc.Checkpoint, []byte("not a checkpoint"), 0o644))
 	assert.ErrorContains(t, other(func(*Config, *Data, *TrainConfig) {}), "unreadable")
+}
+
+// TestTrainSecondsAgreeWithCheckpoint: a call that ends on a checkpoint
+// reports the training time that checkpoint recorded, even when the caller's
+// progress callback after the last step is slow, so that a run resumed from
+// it always reports more seconds than the call it resumed (a slow callback
+// once made a resumed run report fewer).
+func TestTrainSecondsAgreeWithCheckpoint(t *testing.T) {
+	cfg, data, tc := resumeFixture(t)
+	net, err := New(cfg, 1)
+	require.NoError(t, err)
+	slow := tc
+	slow.Steps, slow.ReportEvery = 10, 1
+	slow.Progress = func(step int, _, _ float64) {
+		if step == slow.Steps {
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	first, err := net.Train(context.Background(), data, slow)
+	require.NoError(t, err)
+
+	var recorded float64
+	again := tc
+	again.Steps = slow.Steps
+	again.Resumed = func(_ int, seconds float64) { recorded = seconds }
+	res, err := net.Train(context.Background(), data, again)
+	require.NoError(t, err)
+	assert.Equal(t, first.Seconds, recorded, "reported and checkpointed seconds")
+	assert.Equal(t, first.Seconds, res.Seconds, "nothing left to train adds nothing")
+
+	again.Steps = 12
+	res, err = net.Train(context.Background(), data, again)
+	require.NoError(t, err)
+	assert.Greater(t, res.Seconds, first.Seconds)
 }

@@ -115,20 +115,29 @@ func (n *Net) Train(ctx context.Context, data Data, tc TrainConfig) (*Training, 
 			}
 		}
 	}
-	done := func(err error) (*Training, error) {
-		return &Training{Losses: trace, ResumedFrom: from, Seconds: prior + time.Since(begun).Seconds()}, err
-	}
 	saveEvery := tc.CheckpointEvery
 	if saveEvery < 1 {
 		saveEvery = 1000
 	}
-	saved := len(trace)
+	// savedSec is the training time the last checkpoint recorded, at
+	// step saved. A call that returns right after a checkpoint reports
+	// that time, so that the seconds of a run resumed from it are the
+	// reported seconds plus the resumed call's own, never less.
+	saved, savedSec := len(trace), prior
+	seconds := func() float64 { return prior + time.Since(begun).Seconds() }
 	save := func() error {
 		if tc.Checkpoint == "" || saved == len(trace) {
 			return nil
 		}
-		saved = len(trace)
-		return n.saveTrainState(tc.Checkpoint, &tc, count, opt, src, trace, prior+time.Since(begun).Seconds())
+		saved, savedSec = len(trace), seconds()
+		return n.saveTrainState(tc.Checkpoint, &tc, count, opt, src, trace, savedSec)
+	}
+	done := func(err error) (*Training, error) {
+		s := seconds()
+		if tc.Checkpoint != "" && saved == len(trace) {
+			s = savedSec
+		}
+		return &Training{Losses: trace, ResumedFrom: from, Seconds: s}, err
 	}
 	t := ad.NewTape()
 	imgs := make([]float64, tc.Batch*is)
