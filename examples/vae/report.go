@@ -130,9 +130,16 @@ func report(dir string, w io.Writer) error {
 // writeSettledDiffs prints, for every seed with settled estimates of both
 // Concrete and Gumbel space on the same sample with the same schedule,
 // their difference paired image by image (vae.SettledDiff) beside the
-// paper's 111.9 − 111.5.
+// paper's 111.9 − 111.5, and where a schedule has several seeds a row of
+// their mean ± sd.
 func writeSettledDiffs(w io.Writer, runs []summary) {
-	header := false
+	type diff struct {
+		g      summary
+		d, se  float64
+		paper  float64
+		sample int
+	}
+	var diffs []diff
 	for _, g := range runs {
 		if g.Estimator != vae.GumbelSpace.String() {
 			continue
@@ -147,32 +154,66 @@ func writeSettledDiffs(w io.Writer, runs []summary) {
 			if err != nil {
 				continue // not the same sample
 			}
-			if !header {
-				fmt.Fprintln(w)
-				fmt.Fprintln(w, "| seed | images | AIS steps × chains | AIS sample | settled −log p(x), Gumbel space − Concrete (paired) | paper |")
-				fmt.Fprintln(w, "|---|---|---|---|---|---|")
-				header = true
-			}
-			fmt.Fprintf(w, "| %d | %d%s | %d × %d | %d images | %.2f ± %.2f | %.1f |\n", g.Seed, g.Settled.Images, splitNote(g),
-				g.AIS.Steps, g.AIS.Chains, g.Settled.Sample, d, se, paperOf(g)-paperOf(c))
+			diffs = append(diffs, diff{g: g, d: d, se: se, paper: paperOf(g) - paperOf(c), sample: g.Settled.Sample})
 		}
+	}
+	if len(diffs) == 0 {
+		return
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "| seed | images | AIS steps × chains | AIS sample | settled −log p(x), Gumbel space − Concrete (paired) | paper |")
+	fmt.Fprintln(w, "|---|---|---|---|---|---|")
+	type pool struct {
+		key          string
+		seeds, sizes []string
+		ds           []float64
+		first        diff
+	}
+	var pools []*pool
+	for _, x := range diffs {
+		g := x.g
+		fmt.Fprintf(w, "| %d | %d%s | %d × %d | %d images | %.2f ± %.2f | %.1f |\n", g.Seed, g.Settled.Images, splitNote(g),
+			g.AIS.Steps, g.AIS.Chains, x.sample, x.d, x.se, x.paper)
+		key := fmt.Sprintf("%s|%s|%d|%d|%d", estimatorLabel(g), g.EvalSplit, g.Settled.Images, g.AIS.Steps, g.AIS.Chains)
+		i := slices.IndexFunc(pools, func(p *pool) bool { return p.key == key })
+		if i < 0 {
+			pools, i = append(pools, &pool{key: key, first: x}), len(pools)
+		}
+		p := pools[i]
+		p.seeds, p.ds = append(p.seeds, strconv.FormatUint(g.Seed, 10)), append(p.ds, x.d)
+		if n := strconv.Itoa(x.sample); !slices.Contains(p.sizes, n) {
+			p.sizes = append(p.sizes, n)
+		}
+	}
+	for _, p := range pools {
+		if len(p.ds) < 2 {
+			continue
+		}
+		g := p.first.g
+		fmt.Fprintf(w, "| **seeds %s**, mean ± sd | %d%s | %d × %d | %s images | **%s** | %.1f |\n", strings.Join(p.seeds, ", "),
+			g.Settled.Images, splitNote(g), g.AIS.Steps, g.AIS.Chains, strings.Join(p.sizes, ", "), meanSD(p.ds), p.first.paper)
 	}
 }
 
 // writeSettledTable lists the runs whose AIS ran on a random sample of the
 // images (-ais-sample), one row each, with the estimate for all of them
 // (vae.Settle) beside the paper's number, and where a setting has several
-// seeds a row of their mean ± sd.
+// seeds a row of their mean ± sd. Runs that differ only in the size of the
+// AIS sample are one setting: each estimates the same mean over all the
+// images, the sample size sets only its standard error.
 func writeSettledTable(w io.Writer, runs []summary) {
 	fmt.Fprintln(w, "| estimator | λ_p | seed | images | IW −log p(x) | AIS steps × chains | AIS sample | IW − AIS on the sample | settled −log p(x) | paper | AIS minutes |")
 	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|---|")
 	groups := groupRuns(runs, func(s summary) string {
-		return fmt.Sprintf("%s|%s|%s|%d|%d|%d|%d|%d", estimatorLabel(s), priorTemp(s), s.EvalSplit, s.Settled.Images, s.Settled.K, s.Settled.Sample, s.AIS.Steps, s.AIS.Chains)
+		return fmt.Sprintf("%s|%s|%s|%d|%d|%d|%d", estimatorLabel(s), priorTemp(s), s.EvalSplit, s.Settled.Images, s.Settled.K, s.AIS.Steps, s.AIS.Chains)
 	})
 	for _, g := range groups {
-		var seeds []string
+		var seeds, sizes []string
 		var iw, gap, est []float64
 		for _, s := range g.runs {
+			if n := strconv.Itoa(s.Settled.Sample); !slices.Contains(sizes, n) {
+				sizes = append(sizes, n)
+			}
 			st := s.Settled
 			fmt.Fprintf(w, "| %s | %s | %d | %d%s | %.2f (K = %d) | %d × %d | %d images | %.2f ± %.2f | %.2f ± %.2f | %.1f | %.1f |\n",
 				estimatorLabel(s), priorTemp(s), s.Seed, st.Images, splitNote(s), st.IW, st.K, s.AIS.Steps, s.AIS.Chains,
@@ -184,9 +225,9 @@ func writeSettledTable(w io.Writer, runs []summary) {
 			continue
 		}
 		s := g.runs[0]
-		fmt.Fprintf(w, "| **%s, seeds %s** | %s | mean ± sd | %d%s | %s (K = %d) | %d × %d | %d images | %s | **%s** | %.1f | |\n",
+		fmt.Fprintf(w, "| **%s, seeds %s** | %s | mean ± sd | %d%s | %s (K = %d) | %d × %d | %s images | %s | **%s** | %.1f | |\n",
 			estimatorLabel(s), strings.Join(seeds, ", "), priorTemp(s), s.Settled.Images, splitNote(s), meanSD(iw), s.Settled.K,
-			s.AIS.Steps, s.AIS.Chains, s.Settled.Sample, meanSD(gap), meanSD(est), paperOf(s))
+			s.AIS.Steps, s.AIS.Chains, strings.Join(sizes, ", "), meanSD(gap), meanSD(est), paperOf(s))
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -197,5 +198,52 @@ func TestReportSettledDiff(t *testing.T) {
 		"| 1 | 4 | 4000 × 4 | 2 images | 0.50 ± 0.35 | 0.4 |\n"
 	if !strings.Contains(out.String(), want) {
 		t.Errorf("report lacks\n%s\ngot\n%s", want, out.String())
+	}
+}
+
+// TestReportSettledPools checks that settled runs of one schedule pool over
+// seeds even when their AIS samples differ in size (both estimate the mean
+// over all images), in the settled table and in the paired difference.
+func TestReportSettledPools(t *testing.T) {
+	dir := t.TempDir()
+	cfg := vae.DefaultConfig()
+	cfg.PriorTemp = 0.1
+	for _, r := range []struct {
+		est     string
+		seed    uint64
+		iw      float64
+		sub     []int
+		sIW, sA []float64
+	}{
+		{"concrete", 1, 25, []int{0, 2}, []float64{10, 30}, []float64{9, 27}},
+		{"gumbel-space", 1, 26, []int{0, 2}, []float64{11, 31}, []float64{9, 28}},
+		{"concrete", 2, 24, []int{0, 1, 2}, []float64{10, 20, 30}, []float64{9, 19, 29}},
+		{"gumbel-space", 2, 24, []int{0, 1, 2}, []float64{10, 20, 30}, []float64{9, 19, 29}},
+	} {
+		st := &vae.Settled{Images: 4, Sample: len(r.sub), K: 100, IW: r.iw, Subset: r.sub, SampleIW: r.sIW, SampleAIS: r.sA}
+		for j := range r.sIW {
+			st.Gap += (r.sIW[j] - r.sA[j]) / float64(len(r.sIW))
+		}
+		st.NegLogPx = r.iw - st.Gap
+		writeSummary(t, filepath.Join(dir, fmt.Sprintf("%s_seed%d.json", r.est, r.seed)), summary{Estimator: r.est, Config: cfg, Seed: r.seed, Epochs: 100, EvalSplit: "test",
+			Test:    &vae.Eval{Images: 4, K: 100, NegLogPx: r.iw},
+			AIS:     &vae.AISEval{Images: len(r.sub), Steps: 4000, Chains: 4, Subset: r.sub},
+			Settled: st})
+	}
+	var out bytes.Buffer
+	if err := report(dir, &out); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		// Concrete: settled 23 (seed 1) and 23 (seed 2).
+		"| **concrete, seeds 1, 2** | 0.1 | mean ± sd | 4 | 24.50 ± 0.71 (K = 100) | 4000 × 4 | 2, 3 images | 1.50 ± 0.71 | **23.00 ± 0.00** | 111.5 | |\n",
+		// Paired differences 0.5 (seed 1) and 0 (seed 2).
+		"| 1 | 4 | 4000 × 4 | 2 images | 0.50 ± 0.35 | 0.4 |\n",
+		"| 2 | 4 | 4000 × 4 | 3 images | 0.00 ± 0.00 | 0.4 |\n",
+		"| **seeds 1, 2**, mean ± sd | 4 | 4000 × 4 | 2, 3 images | **0.25 ± 0.35** | 0.4 |\n",
+	} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("report lacks\n%s\ngot\n%s", want, out.String())
+		}
 	}
 }
