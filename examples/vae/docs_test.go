@@ -36,7 +36,7 @@ func TestGeneratedDocs(t *testing.T) {
 				t.Fatalf("%s: %q: a generated block must come from -report (err %v)", doc, m[1], err)
 			}
 			var out bytes.Buffer
-			if err := report(o.report, &out); err != nil {
+			if err := writeReport(o, &out); err != nil {
 				t.Fatalf("%s: go run ./examples/vae %s: %v", doc, m[1], err)
 			}
 			if out.String() != m[2] {

@@ -83,6 +83,7 @@ Flags:
 type options struct {
 	mnist, estimator, out string
 	evalSplit, report     string
+	against               string
 	precision, evalPrec   string
 	epochs, batch         int
 	seed, evalSeed        uint64
@@ -127,11 +128,15 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.IntVar(&o.aisSample, "ais-sample", 0, "with -ais-steps: run AIS on this many of the final evaluation's images drawn at random (from -eval-seed) instead of all, and estimate the mean AIS −log p(x) of all of them as the IW estimate minus the mean IW − AIS gap on the sample (vae.Settle), with its standard error (0: AIS on all)")
 	fs.IntVar(&o.bdmc, "bdmc", 0, "with -ais-steps: also run bidirectional Monte Carlo on this many images simulated from the trained model, which bounds the error of AIS with that schedule")
 	fs.StringVar(&o.report, "report", "", "print the Markdown tables of the summary.json files under this folder and exit (trains nothing)")
+	fs.StringVar(&o.against, "against", "", "with -report: pair every run under -report with the run of the same estimator, prior temperature, seed, epochs and evaluation under this folder, and print their differences instead (a float32 run against the float64 run of its seed, say)")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
 	if fs.NArg() > 0 {
 		return nil, fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	if o.against != "" && o.report == "" {
+		return nil, errors.New("-against needs -report")
 	}
 	if o.report != "" {
 		return o, nil
@@ -175,7 +180,7 @@ func main() {
 		os.Exit(2)
 	}
 	if o.report != "" {
-		if err := report(o.report, os.Stdout); err != nil {
+		if err := writeReport(o, os.Stdout); err != nil {
 			fmt.Fprintln(os.Stderr, "vae:", err)
 			os.Exit(1)
 		}

@@ -17,6 +17,14 @@ import (
 	"github.com/permlab/permlab/models/vae"
 )
 
+// writeReport prints what -report (with -against, if given) asks for.
+func writeReport(o *options, w io.Writer) error {
+	if o.against != "" {
+		return reportPairs(o.report, o.against, w)
+	}
+	return report(o.report, w)
+}
+
 // report prints, as Markdown, the runs whose summary.json files lie under
 // dir (any depth; a file is a summary if its name ends in .json and it has
 // an "estimator"; one without "eval_split" predates the flag and was
@@ -27,68 +35,10 @@ import (
 // mean ± sd over seeds. The docs' generated blocks are
 // this output, so every number in them comes from committed files.
 func report(dir string, w io.Writer) error {
-	var runs []summary
-	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.IsDir() || !strings.HasSuffix(path, ".json") {
-			return nil
-		}
-		b, err := os.ReadFile(path)
-		if err != nil {
-			return err
-		}
-		var s summary
-		if err := json.Unmarshal(b, &s); err != nil {
-			return fmt.Errorf("%s: %w", path, err)
-		}
-		if s.Estimator == "" {
-			return nil // not a summary (val.json, run.json)
-		}
-		if s.EvalSplit == "" && s.Test != nil {
-			s.EvalSplit = "test" // written before -eval-split existed
-		}
-		if s.EvalSplit != "test" && s.EvalSplit != "validation" {
-			return fmt.Errorf("%s: no evaluation (eval_split %q)", path, s.EvalSplit)
-		}
-		if (s.EvalSplit == "test") != (s.Test != nil) || (s.EvalSplit == "validation") != (s.ValEval != nil) {
-			return fmt.Errorf("%s: eval_split %q does not match the evaluation it holds", path, s.EvalSplit)
-		}
-		if st := s.Settled; st != nil && st.Subset == nil && s.AIS != nil {
-			st.Subset = s.AIS.Subset // written before Settled kept its sample
-		}
-		runs = append(runs, s)
-		return nil
-	})
+	runs, err := readSummaries(dir)
 	if err != nil {
 		return err
 	}
-	if len(runs) == 0 {
-		return errors.New("no summaries with an eval_split under " + dir)
-	}
-	slices.SortStableFunc(runs, func(a, b summary) int {
-		if c := estimatorRank(a.Estimator) - estimatorRank(b.Estimator); c != 0 {
-			return c
-		}
-		if c := cmpFloat(a.Config.PriorTemp, b.Config.PriorTemp); c != 0 {
-			return c
-		}
-		if c := int(a.Config.Precision) - int(b.Config.Precision); c != 0 {
-			return c
-		}
-		ea, eb := a.eval(), b.eval()
-		if c := eb.Images - ea.Images; c != 0 { // the larger evaluation first
-			return c
-		}
-		if c := ea.K - eb.K; c != 0 {
-			return c
-		}
-		if c := aisSteps(a) - aisSteps(b); c != 0 {
-			return c
-		}
-		return int(a.Seed) - int(b.Seed)
-	})
 	var test, tune, ais, settled []summary
 	for _, s := range runs {
 		if s.Settled != nil {
@@ -125,6 +75,74 @@ func report(dir string, w io.Writer) error {
 		writeSettledDiffs(w, settled)
 	}
 	return nil
+}
+
+// readSummaries reads the run summaries under dir (see report), sorted so
+// that the runs of one setting are adjacent and in the order of their seeds.
+func readSummaries(dir string) ([]summary, error) {
+	var runs []summary
+	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() || !strings.HasSuffix(path, ".json") {
+			return nil
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		var s summary
+		if err := json.Unmarshal(b, &s); err != nil {
+			return fmt.Errorf("%s: %w", path, err)
+		}
+		if s.Estimator == "" {
+			return nil // not a summary (val.json, run.json)
+		}
+		if s.EvalSplit == "" && s.Test != nil {
+			s.EvalSplit = "test" // written before -eval-split existed
+		}
+		if s.EvalSplit != "test" && s.EvalSplit != "validation" {
+			return fmt.Errorf("%s: no evaluation (eval_split %q)", path, s.EvalSplit)
+		}
+		if (s.EvalSplit == "test") != (s.Test != nil) || (s.EvalSplit == "validation") != (s.ValEval != nil) {
+			return fmt.Errorf("%s: eval_split %q does not match the evaluation it holds", path, s.EvalSplit)
+		}
+		if st := s.Settled; st != nil && st.Subset == nil && s.AIS != nil {
+			st.Subset = s.AIS.Subset // written before Settled kept its sample
+		}
+		runs = append(runs, s)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if len(runs) == 0 {
+		return nil, errors.New("no summaries with an eval_split under " + dir)
+	}
+	slices.SortStableFunc(runs, func(a, b summary) int {
+		if c := estimatorRank(a.Estimator) - estimatorRank(b.Estimator); c != 0 {
+			return c
+		}
+		if c := cmpFloat(a.Config.PriorTemp, b.Config.PriorTemp); c != 0 {
+			return c
+		}
+		if c := int(a.Config.Precision) - int(b.Config.Precision); c != 0 {
+			return c
+		}
+		ea, eb := a.eval(), b.eval()
+		if c := eb.Images - ea.Images; c != 0 { // the larger evaluation first
+			return c
+		}
+		if c := ea.K - eb.K; c != 0 {
+			return c
+		}
+		if c := aisSteps(a) - aisSteps(b); c != 0 {
+			return c
+		}
+		return int(a.Seed) - int(b.Seed)
+	})
+	return runs, nil
 }
 
 // writeSettledDiffs prints, for every seed with settled estimates of both
