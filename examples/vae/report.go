@@ -429,19 +429,10 @@ func writeTuneTable(w io.Writer, runs []summary) {
 // meanSD formats the mean ± sample standard deviation of xs (only the
 // value for one run).
 func meanSD(xs []float64) string {
-	var m float64
-	for _, x := range xs {
-		m += x
-	}
-	m /= float64(len(xs))
 	if len(xs) == 1 {
-		return fmt.Sprintf("%.2f", m)
+		return fmt.Sprintf("%.2f", xs[0])
 	}
-	var v float64
-	for _, x := range xs {
-		v += (x - m) * (x - m)
-	}
-	return fmt.Sprintf("%.2f ± %.2f", m, math.Sqrt(v/float64(len(xs)-1)))
+	return fmt.Sprintf("%.2f ± %.2f", mean(xs), sampleSD(xs))
 }
 
 // minutesRange gives the range of the runs' training wall times. A resumed
