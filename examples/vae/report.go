@@ -15,6 +15,7 @@ import (
 
 	"github.com/permlab/permlab/models/nn"
 	"github.com/permlab/permlab/models/vae"
+	"gonum.org/v1/gonum/stat"
 )
 
 // writeReport prints what -report (with -against, if given) asks for.
@@ -152,10 +153,9 @@ func readSummaries(dir string) ([]summary, error) {
 // their mean ± sd.
 func writeSettledDiffs(w io.Writer, runs []summary) {
 	type diff struct {
-		g      summary
-		d, se  float64
-		paper  float64
-		sample int
+		g     summary // the Gumbel-space run
+		d, se float64
+		paper float64
 	}
 	var diffs []diff
 	for _, g := range runs {
@@ -172,7 +172,7 @@ func writeSettledDiffs(w io.Writer, runs []summary) {
 			if err != nil {
 				continue // not the same sample
 			}
-			diffs = append(diffs, diff{g: g, d: d, se: se, paper: paperOf(g) - paperOf(c), sample: g.Settled.Sample})
+			diffs = append(diffs, diff{g: g, d: d, se: se, paper: paperOf(g) - paperOf(c)})
 		}
 	}
 	if len(diffs) == 0 {
@@ -181,35 +181,27 @@ func writeSettledDiffs(w io.Writer, runs []summary) {
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "| seed | images | AIS steps × chains | AIS sample | settled −log p(x), Gumbel space − Concrete (paired) | paper |")
 	fmt.Fprintln(w, "|---|---|---|---|---|---|")
-	type pool struct {
-		key          string
-		seeds, sizes []string
-		ds           []float64
-		first        diff
-	}
-	var pools []*pool
 	for _, x := range diffs {
 		g := x.g
 		fmt.Fprintf(w, "| %d | %d%s | %d × %d | %d images | %.2f ± %.2f | %.1f |\n", g.Seed, g.Settled.Images, splitNote(g),
-			g.AIS.Steps, g.AIS.Chains, x.sample, x.d, x.se, x.paper)
-		key := fmt.Sprintf("%s|%s|%d|%d|%d", estimatorLabel(g), g.EvalSplit, g.Settled.Images, g.AIS.Steps, g.AIS.Chains)
-		i := slices.IndexFunc(pools, func(p *pool) bool { return p.key == key })
-		if i < 0 {
-			pools, i = append(pools, &pool{key: key, first: x}), len(pools)
-		}
-		p := pools[i]
-		p.seeds, p.ds = append(p.seeds, strconv.FormatUint(g.Seed, 10)), append(p.ds, x.d)
-		if n := strconv.Itoa(x.sample); !slices.Contains(p.sizes, n) {
-			p.sizes = append(p.sizes, n)
-		}
+			g.AIS.Steps, g.AIS.Chains, g.Settled.Sample, x.d, x.se, x.paper)
 	}
+	pools := groupBy(diffs, func(x diff) string {
+		return fmt.Sprintf("%s|%s|%d|%d|%d", estimatorLabel(x.g), x.g.EvalSplit, x.g.Settled.Images, x.g.AIS.Steps, x.g.AIS.Chains)
+	})
 	for _, p := range pools {
-		if len(p.ds) < 2 {
+		if len(p) < 2 {
 			continue
 		}
-		g := p.first.g
-		fmt.Fprintf(w, "| **seeds %s**, mean ± sd | %d%s | %d × %d | %s images | **%s** | %.1f |\n", strings.Join(p.seeds, ", "),
-			g.Settled.Images, splitNote(g), g.AIS.Steps, g.AIS.Chains, strings.Join(p.sizes, ", "), meanSD(p.ds), p.first.paper)
+		var seeds []string
+		var ds []float64
+		var gs []summary
+		for _, x := range p {
+			seeds, ds, gs = append(seeds, strconv.FormatUint(x.g.Seed, 10)), append(ds, x.d), append(gs, x.g)
+		}
+		g := p[0].g
+		fmt.Fprintf(w, "| **seeds %s**, mean ± sd | %d%s | %d × %d | %s images | **%s** | %.1f |\n", strings.Join(seeds, ", "),
+			g.Settled.Images, splitNote(g), g.AIS.Steps, g.AIS.Chains, sampleSizes(gs), meanSD(ds), p[0].paper)
 	}
 }
 
@@ -222,16 +214,13 @@ func writeSettledDiffs(w io.Writer, runs []summary) {
 func writeSettledTable(w io.Writer, runs []summary) {
 	fmt.Fprintln(w, "| estimator | λ_p | seed | images | IW −log p(x) | AIS steps × chains | AIS sample | IW − AIS on the sample | settled −log p(x) | paper | AIS minutes |")
 	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|---|")
-	groups := groupRuns(runs, func(s summary) string {
+	groups := groupBy(runs, func(s summary) string {
 		return fmt.Sprintf("%s|%s|%s|%d|%d|%d|%d", estimatorLabel(s), priorTemp(s), s.EvalSplit, s.Settled.Images, s.Settled.K, s.AIS.Steps, s.AIS.Chains)
 	})
 	for _, g := range groups {
-		var seeds, sizes []string
+		var seeds []string
 		var iw, gap, est []float64
-		for _, s := range g.runs {
-			if n := strconv.Itoa(s.Settled.Sample); !slices.Contains(sizes, n) {
-				sizes = append(sizes, n)
-			}
+		for _, s := range g {
 			st := s.Settled
 			fmt.Fprintf(w, "| %s | %s | %d | %d%s | %.2f (K = %d) | %d × %d | %d images | %.2f ± %.2f | %.2f ± %.2f | %.1f | %.1f |\n",
 				estimatorLabel(s), priorTemp(s), s.Seed, st.Images, splitNote(s), st.IW, st.K, s.AIS.Steps, s.AIS.Chains,
@@ -239,13 +228,13 @@ func writeSettledTable(w io.Writer, runs []summary) {
 			seeds = append(seeds, strconv.FormatUint(s.Seed, 10))
 			iw, gap, est = append(iw, st.IW), append(gap, st.Gap), append(est, st.NegLogPx)
 		}
-		if len(g.runs) < 2 {
+		if len(g) < 2 {
 			continue
 		}
-		s := g.runs[0]
+		s := g[0]
 		fmt.Fprintf(w, "| **%s, seeds %s** | %s | mean ± sd | %d%s | %s (K = %d) | %d × %d | %s images | %s | **%s** | %.1f | |\n",
 			estimatorLabel(s), strings.Join(seeds, ", "), priorTemp(s), s.Settled.Images, splitNote(s), meanSD(iw), s.Settled.K,
-			s.AIS.Steps, s.AIS.Chains, strings.Join(sizes, ", "), meanSD(gap), meanSD(est), paperOf(s))
+			s.AIS.Steps, s.AIS.Chains, sampleSizes(g), meanSD(gap), meanSD(est), paperOf(s))
 	}
 }
 
@@ -278,12 +267,12 @@ func writeAISTable(w io.Writer, runs []summary) {
 // estimates on the same images and of their difference. It prints nothing
 // when every setting has one seed.
 func writeAISSeeds(w io.Writer, runs []summary) {
-	groups := groupRuns(runs, func(s summary) string {
+	groups := groupBy(runs, func(s summary) string {
 		return fmt.Sprintf("%s|%s|%s|%d|%d|%d|%d", estimatorLabel(s), priorTemp(s), s.EvalSplit, s.AIS.Images, s.eval().K, s.AIS.Steps, s.AIS.Chains)
 	})
 	header := false
 	for _, g := range groups {
-		if len(g.runs) < 2 {
+		if len(g) < 2 {
 			continue
 		}
 		if !header {
@@ -294,13 +283,13 @@ func writeAISSeeds(w io.Writer, runs []summary) {
 		}
 		var seeds []string
 		var iw, ais, diff []float64
-		for _, s := range g.runs {
+		for _, s := range g {
 			seeds = append(seeds, strconv.FormatUint(s.Seed, 10))
 			iw = append(iw, s.eval().NegLogPx)
 			ais = append(ais, s.AIS.NegLogPx)
 			diff = append(diff, s.eval().NegLogPx-s.AIS.NegLogPx)
 		}
-		s := g.runs[0]
+		s := g[0]
 		fmt.Fprintf(w, "| %s | %s | %s | %d%s | %s (K = %d) | %d × %d | %s | %s |\n",
 			estimatorLabel(s), priorTemp(s), strings.Join(seeds, ", "), s.AIS.Images, splitNote(s), meanSD(iw), s.eval().K,
 			s.AIS.Steps, s.AIS.Chains, meanSD(ais), meanSD(diff))
@@ -361,25 +350,32 @@ func estimatorLabel(s summary) string {
 	return l
 }
 
-// group is the runs of one setting, which differ only in their seed.
-type group struct {
-	key  string
-	runs []summary
-}
-
-// groupRuns cuts runs, sorted so that a setting's runs are adjacent, into
-// groups of equal key.
-func groupRuns(runs []summary, key func(summary) string) []*group {
-	var groups []*group
-	for _, s := range runs {
-		k := key(s)
-		if len(groups) == 0 || groups[len(groups)-1].key != k {
-			groups = append(groups, &group{key: k})
+// groupBy cuts xs, sorted so that the elements of one setting are
+// adjacent, into runs of equal key: the runs of one setting, which differ
+// only in their seed.
+func groupBy[T any](xs []T, key func(T) string) [][]T {
+	var groups [][]T
+	last := ""
+	for i, x := range xs {
+		k := key(x)
+		if i == 0 || k != last {
+			groups = append(groups, nil)
 		}
-		g := groups[len(groups)-1]
-		g.runs = append(g.runs, s)
+		groups[len(groups)-1] = append(groups[len(groups)-1], x)
+		last = k
 	}
 	return groups
+}
+
+// sampleSizes lists the distinct AIS sample sizes of runs, in order.
+func sampleSizes(runs []summary) string {
+	var sizes []string
+	for _, s := range runs {
+		if n := strconv.Itoa(s.Settled.Sample); !slices.Contains(sizes, n) {
+			sizes = append(sizes, n)
+		}
+	}
+	return strings.Join(sizes, ", ")
 }
 
 // splitNote marks the images of a run evaluated on another split than the
@@ -392,7 +388,7 @@ func splitNote(s summary) string {
 }
 
 func writeTestTable(w io.Writer, runs []summary) {
-	groups := groupRuns(runs, func(s summary) string {
+	groups := groupBy(runs, func(s summary) string {
 		return fmt.Sprintf("%s|%s|%d|%d|%d", estimatorLabel(s), priorTemp(s), s.Epochs, s.Test.K, s.Test.Images)
 	})
 	fmt.Fprintln(w, "| estimator | λ_p | seeds | epochs | test −ELBO | test IW −log p(x) | paper | train time per run |")
@@ -400,15 +396,15 @@ func writeTestTable(w io.Writer, runs []summary) {
 	for _, g := range groups {
 		var seeds []string
 		var elbo, iw []float64
-		for _, s := range g.runs {
+		for _, s := range g {
 			seeds = append(seeds, strconv.FormatUint(s.Seed, 10))
 			elbo = append(elbo, s.Test.NegELBO)
 			iw = append(iw, s.Test.NegLogPx)
 		}
-		s := g.runs[0]
+		s := g[0]
 		fmt.Fprintf(w, "| %s | %s | %s | %d | %s | %s (K = %d, %d images) | %.1f | %s |\n",
 			estimatorLabel(s), priorTemp(s), strings.Join(seeds, ", "), s.Epochs, meanSD(elbo), meanSD(iw),
-			s.Test.K, s.Test.Images, paperOf(s), minutesRange(g.runs))
+			s.Test.K, s.Test.Images, paperOf(s), minutesRange(g))
 	}
 }
 
@@ -432,7 +428,8 @@ func meanSD(xs []float64) string {
 	if len(xs) == 1 {
 		return fmt.Sprintf("%.2f", xs[0])
 	}
-	return fmt.Sprintf("%.2f ± %.2f", mean(xs), sampleSD(xs))
+	m, sd := stat.MeanStdDev(xs, nil)
+	return fmt.Sprintf("%.2f ± %.2f", m, sd)
 }
 
 // minutesRange gives the range of the runs' training wall times. A resumed

@@ -199,6 +199,9 @@ func TestReportSettledDiff(t *testing.T) {
 	if !strings.Contains(out.String(), want) {
 		t.Errorf("report lacks\n%s\ngot\n%s", want, out.String())
 	}
+	if strings.Contains(out.String(), "**seeds") {
+		t.Errorf("one seed has a pooled row:\n%s", out.String())
+	}
 }
 
 // TestReportSettledPools checks that settled runs of one schedule pool over
