@@ -36,6 +36,9 @@
 //
 //	go run ./examples/jigsaw -mnist DIR -p 5 -load /tmp/t2d2/jigsaw_mnist-test_p5.gob -pairwise 5 -anneal 1600000
 //
+// -seam adds to that score the squared pixel differences across the seams of
+// neighbouring pieces, with any network (edge matching or not).
+//
 // (see jigsaw.Decoder and models/jigsaw/README.md).
 package main
 
@@ -109,7 +112,8 @@ func main() {
 	flag.StringVar(&o.figTaus, "figtaus", "1,0.3,0.1", "temperatures of the soft reconstructions in the figure")
 	flag.StringVar(&o.load, "load", "", "evaluate this saved network (.gob written by an earlier run) instead of training one; with -table2, a folder holding one jigsaw_*_pN.gob per size")
 	flag.Float64Var(&o.dec.Pairwise, "pairwise", 0, "decode by the quadratic score with this weight of the learned edge compatibilities (0: the linear assignment M(g); needs -refine; see jigsaw.Decoder)")
-	flag.IntVar(&o.dec.Anneal, "anneal", 0, "simulated-annealing proposals per puzzle of the -pairwise decoder (0: pair swaps only)")
+	flag.Float64Var(&o.dec.Seam, "seam", 0, "decode by the quadratic score with this weight of the squared pixel differences across the seams of neighbouring pieces (any network; see jigsaw.Decoder)")
+	flag.IntVar(&o.dec.Anneal, "anneal", 0, "simulated-annealing proposals per puzzle of the -pairwise or -seam decoder (0: pair swaps only)")
 	flag.Parse()
 	o.dec.Seed = o.seed
 
@@ -213,7 +217,7 @@ type record struct {
 	// trained it (from the JSON beside it), when the network was loaded.
 	Model        string `json:"model,omitempty"`
 	TrainCommand string `json:"train_command,omitempty"`
-	// Decoder is the decoder of -pairwise and -anneal (absent for M(g)),
+	// Decoder is the decoder of -pairwise, -seam and -anneal (absent for M(g)),
 	// and DecodeSec the seconds it took on the held-out puzzles.
 	Decoder   *jigsaw.Decoder `json:"decoder,omitempty"`
 	DecodeSec float64         `json:"decode_seconds,omitempty"`
@@ -238,7 +242,7 @@ func experiment(ctx context.Context, o options, p int, train, test *dataset.Imag
 	} else if net, rec, err = trainNet(ctx, o, p, train, base+".ckpt"); err != nil {
 		return nil, err
 	}
-	if o.dec.Pairwise != 0 || o.dec.Anneal != 0 {
+	if o.dec.Pairwise != 0 || o.dec.Seam != 0 || o.dec.Anneal != 0 {
 		rec.Decoder = &o.dec
 	}
 	rec.Data, rec.GoMaxProcs, rec.Command = name, runtime.GOMAXPROCS(0), strings.Join(os.Args, " ")

@@ -98,6 +98,16 @@ func TestImagesFolderRun(t *testing.T) {
 	// The pairwise decoder needs edge matching; a wrong size is an error.
 	o.dec = jigsaw.Decoder{Pairwise: 1, Seed: 1}
 	assert.ErrorContains(t, run(context.Background(), o), "edge matching")
+	// The seam decoder works with any network and is recorded.
+	o.dec = jigsaw.Decoder{Seam: 1, Anneal: 100, Seed: 1}
+	require.NoError(t, run(context.Background(), o))
+	b, err = os.ReadFile(filepath.Join(again, "jigsaw_images-"+filepath.Base(in)+"_p2.json"))
+	require.NoError(t, err)
+	var sr record
+	require.NoError(t, json.Unmarshal(b, &sr))
+	require.NotNil(t, sr.Decoder)
+	assert.Equal(t, o.dec, *sr.Decoder)
+	assert.Equal(t, r.Metrics.Puzzles, sr.Metrics.Puzzles)
 	o.dec, o.p = jigsaw.Decoder{Seed: 1}, 3
 	assert.ErrorContains(t, run(context.Background(), o), "network for 2 x 2 pieces")
 }
@@ -122,6 +132,8 @@ func TestRecordsRoundTrip(t *testing.T) {
 	assert.NotContains(t, formatTable(recs), "decoder")
 	recs[4].Decoder, recs[4].DecodeSec = &jigsaw.Decoder{Pairwise: 5, Anneal: 400000}, 90
 	assert.Contains(t, formatTable(recs), "| decoder: pairwise weight, annealing proposals, minutes | - | - | 5, 400000, 1.5 | - | - |")
+	recs[2].Decoder = &jigsaw.Decoder{Seam: 2, Anneal: 1000}
+	assert.Contains(t, formatTable(recs), "| decoder: pairwise weight, seam weight, annealing proposals, minutes | 0, 2, 1000, 0.0 | - | 5, 0, 400000, 1.5 | - | - |")
 }
 
 func TestParseSizes(t *testing.T) {

@@ -179,15 +179,24 @@ func formatTable(recs map[int]*record) string {
 		}
 	}
 	b.WriteString("\n")
-	hasDecoder := false
+	hasDecoder, hasSeam := false, false
 	for _, r := range recs {
 		hasDecoder = hasDecoder || r.Decoder != nil
+		hasSeam = hasSeam || r.Decoder != nil && r.Decoder.Seam != 0
 	}
 	if hasDecoder {
-		b.WriteString("| decoder: pairwise weight, annealing proposals, minutes |")
+		if hasSeam {
+			b.WriteString("| decoder: pairwise weight, seam weight, annealing proposals, minutes |")
+		} else {
+			b.WriteString("| decoder: pairwise weight, annealing proposals, minutes |")
+		}
 		for _, p := range tableSizes {
 			if r, ok := recs[p]; ok && r.Decoder != nil {
-				fmt.Fprintf(&b, " %g, %d, %.1f |", r.Decoder.Pairwise, r.Decoder.Anneal, r.DecodeSec/60)
+				if hasSeam {
+					fmt.Fprintf(&b, " %g, %g, %d, %.1f |", r.Decoder.Pairwise, r.Decoder.Seam, r.Decoder.Anneal, r.DecodeSec/60)
+				} else {
+					fmt.Fprintf(&b, " %g, %d, %.1f |", r.Decoder.Pairwise, r.Decoder.Anneal, r.DecodeSec/60)
+				}
 			} else {
 				b.WriteString(" - |")
 			}

@@ -17,28 +17,38 @@ import (
 // Decoder says how SolveWith turns the scores of a network into a hard
 // assignment. The zero value is the linear assignment M(g) of Solve.
 //
-// With Pairwise > 0 (networks with Config.Refine only), SolveWith maximises
-// the quadratic score of an arrangement σ (piece → position)
+// With Pairwise > 0 or Seam > 0, SolveWith maximises the quadratic score of
+// an arrangement σ (piece → position)
 //
-//	E(σ) = Σ_i g[i, σ(i)] + λ Σ_{q left of q'} c_h(at(q), at(q')) + λ Σ_{q above q'} c_v(at(q), at(q')),
+//	E(σ) = Σ_i g[i, σ(i)] + Σ_{q left of q'} w_h(at(q), at(q')) + Σ_{q above q'} w_v(at(q), at(q')),
+//	w_h(i, j) = λ c_h(i, j) − μ D_h(i, j),
 //
-// with g the network's final logits, λ = Pairwise, at(q) the piece placed at
-// q, and c the learned compatibility of two pieces side by side: for piece
-// j right of piece i, c_h(i, j) = b_right(i)ᵀ M_right b_left(j) +
-// b_left(j)ᵀ M_left b_right(i), the two terms that a round of edge matching
-// adds when its assignment is hard (c_v likewise with bottom and top). The
-// rounds of Config.Refine only ever see soft neighbours; E scores the hard
-// arrangement itself. Maximising E is a quadratic assignment problem, NP-hard
-// in general; SolveWith starts from M(g), climbs by swapping pairs of
-// pieces, then, with Anneal > 0, runs simulated annealing (Anneal proposals;
-// four in five swap two pieces, one in five shifts a random rectangle of
-// pieces cyclically by one place, which moves a misplaced block at once;
-// the temperature falls geometrically from StartTemp to EndTemp), keeps the
-// best arrangement seen and climbs by swaps again. The result scores at least
-// E(M(g)).
+// with g the network's final logits, at(q) the piece placed at q, λ =
+// Pairwise and μ = Seam. c is the learned compatibility of two pieces side
+// by side (networks with Config.Refine only): for piece j right of piece i,
+// c_h(i, j) = b_right(i)ᵀ M_right b_left(j) + b_left(j)ᵀ M_left b_right(i),
+// the two terms that a round of edge matching adds when its assignment is
+// hard (c_v likewise with bottom and top). The rounds of Config.Refine only
+// ever see soft neighbours; E scores the hard arrangement itself. D is the
+// seam dissimilarity, which needs no trained weights and so works with any
+// network: D_h(i, j) = ‖r(i) − l(j)‖², the squared distance between the
+// rightmost pixel column of piece i and the leftmost of piece j, all
+// channels (D_v likewise with the bottom row of i and the top row of j).
+// Unlike the bilinear c, D penalises ink that meets a blank edge.
+//
+// Maximising E is a quadratic assignment problem, NP-hard in general;
+// SolveWith starts from M(g), climbs by swapping pairs of pieces, then, with
+// Anneal > 0, runs simulated annealing (Anneal proposals; four in five swap
+// two pieces, one in five shifts a random rectangle of pieces cyclically by
+// one place, which moves a misplaced block at once; the temperature falls
+// geometrically from StartTemp to EndTemp), keeps the best arrangement seen
+// and climbs by swaps again. The result scores at least E(M(g)).
 type Decoder struct {
-	// Pairwise is the weight λ of the edge compatibilities (0: M(g)).
+	// Pairwise is the weight λ of the learned edge compatibilities c.
 	Pairwise float64
+	// Seam is the weight μ of the seam dissimilarities D (0 with Pairwise
+	// 0: M(g)).
+	Seam float64 `json:",omitempty"`
 	// Anneal is the number of annealing proposals per puzzle (0: none,
 	// swaps only).
 	Anneal int
@@ -71,10 +81,12 @@ func (d Decoder) validate(refine int) error {
 		return fmt.Errorf("pairwise weight %v must be finite and >= 0", d.Pairwise)
 	case d.Pairwise > 0 && refine == 0:
 		return errors.New("a pairwise weight needs a network with edge matching (Config.Refine > 0)")
+	case !(d.Seam >= 0) || math.IsInf(d.Seam, 0):
+		return fmt.Errorf("seam weight %v must be finite and >= 0", d.Seam)
 	case d.Anneal < 0:
 		return fmt.Errorf("anneal %d must be >= 0", d.Anneal)
-	case d.Anneal > 0 && d.Pairwise == 0:
-		return errors.New("annealing needs a pairwise weight > 0")
+	case d.Anneal > 0 && d.Pairwise == 0 && d.Seam == 0:
+		return errors.New("annealing needs a pairwise or seam weight > 0")
 	case !(start > 0) || !(end > 0) || math.IsInf(start, 0) || end > start:
 		return fmt.Errorf("temperatures %v to %v must be finite, > 0 and falling", d.StartTemp, d.EndTemp)
 	}
@@ -100,7 +112,7 @@ func (n *Net) SolveWith(z *Puzzles, d Decoder) ([]perm.Perm, error) {
 	if err != nil {
 		return nil, fmt.Errorf("jigsaw: SolveWith: %w", err)
 	}
-	if d.Pairwise == 0 {
+	if d.Pairwise == 0 && d.Seam == 0 {
 		return preds, nil
 	}
 	nn2, ps := n.grid.N(), n.grid.PieceSize()
@@ -112,7 +124,7 @@ func (n *Net) SolveWith(z *Puzzles, d Decoder) ([]perm.Perm, error) {
 			defer wg.Done()
 			s := newArranger(n.grid.P)
 			for b := w; b < len(preds); b += workers {
-				n.edgeTables(s.h, s.v, z.Scrambled[b*nn2*ps:(b+1)*nn2*ps])
+				n.pairTables(s.h, s.v, z.Scrambled[b*nn2*ps:(b+1)*nn2*ps], d)
 				s.decode(preds[b], logits[b].RawMatrix().Data, d, uint64(b))
 			}
 		}()
@@ -170,13 +182,46 @@ func (n *Net) edgeTables(h, v []float64, scrambled []float64) {
 	}
 }
 
+// pairTables fills h[i*N+j] with w_h(i, j), the weight of piece j right of
+// piece i, and v[i*N+j] with w_v(i, j), piece j below piece i (see Decoder).
+func (n *Net) pairTables(h, v []float64, scrambled []float64, d Decoder) {
+	clear(h)
+	clear(v)
+	if d.Pairwise > 0 {
+		n.edgeTables(h, v, scrambled)
+		for k := range h {
+			h[k] *= d.Pairwise
+			v[k] *= d.Pairwise
+		}
+	}
+	if d.Seam > 0 {
+		nn2 := n.grid.N()
+		st := strips(n.grid, scrambled, 1, 1)
+		// dist returns D between side a of piece i and side a^1 of piece j.
+		dist := func(a, i, j int) float64 {
+			w := st[a].Shape[2]
+			x, y := st[a].Data[i*w:(i+1)*w], st[a^1].Data[j*w:(j+1)*w]
+			s := 0.0
+			for k := range x {
+				s += (x[k] - y[k]) * (x[k] - y[k])
+			}
+			return s
+		}
+		for i := range nn2 {
+			for j := range nn2 {
+				h[i*nn2+j] -= d.Seam * dist(3, i, j)
+				v[i*nn2+j] -= d.Seam * dist(1, i, j)
+			}
+		}
+	}
+}
+
 // arranger searches arrangements of one p × p puzzle for a high E.
 type arranger struct {
 	p         int
-	h, v      []float64 // edge tables (edgeTables)
+	h, v      []float64 // weights of neighbours (pairTables)
 	u         []float64 // unary scores, u[i*N+q]
-	lam       float64
-	at        []int // at[q] is the piece at position q
+	at        []int     // at[q] is the piece at position q
 	best, tmp []int
 }
 
@@ -191,7 +236,7 @@ func (s *arranger) decode(pred perm.Perm, u []float64, d Decoder, puzzle uint64)
 	if len(pred) < 2 {
 		return // one piece: nothing to arrange
 	}
-	s.u, s.lam = u, d.Pairwise
+	s.u = u
 	s.place(pred)
 	s.climb()
 	if d.Anneal > 0 {
@@ -218,17 +263,17 @@ func (s *arranger) energy() float64 {
 	for q, i := range s.at {
 		e += s.u[i*n+q]
 		if q%p < p-1 {
-			e += s.lam * s.h[i*n+s.at[q+1]]
+			e += s.h[i*n+s.at[q+1]]
 		}
 		if q/p < p-1 {
-			e += s.lam * s.v[i*n+s.at[q+p]]
+			e += s.v[i*n+s.at[q+p]]
 		}
 	}
 	return e
 }
 
-// edges returns λ times the compatibilities of position q with its
-// neighbours, the edge to position skip left out.
+// edges returns the weights of position q with its neighbours, the edge to
+// position skip left out.
 func (s *arranger) edges(q, skip int) float64 {
 	p, n := s.p, s.p*s.p
 	r, c := q/p, q%p
@@ -246,7 +291,7 @@ func (s *arranger) edges(q, skip int) float64 {
 	if r < p-1 && q+p != skip {
 		e += s.v[i*n+s.at[q+p]]
 	}
-	return s.lam * e
+	return e
 }
 
 // local is the part of E that involves position q1 or q2.

@@ -43,7 +43,7 @@ func TestEdgeTablesMatchRefineTerms(t *testing.T) {
 		nn2 := net.grid.N()
 		s := newArranger(net.grid.P)
 		net.edgeTables(s.h, s.v, z.Scrambled)
-		s.u, s.lam = make([]float64, nn2*nn2), 1
+		s.u = make([]float64, nn2*nn2)
 		rng := rand.New(rand.NewPCG(3, uint64(depth)))
 		for range 5 {
 			sigma := perm.Random(nn2, rng)
@@ -81,7 +81,7 @@ func TestArrangerFindsOptimum(t *testing.T) {
 		for i := range s.h {
 			s.h[i], s.v[i] = 2*rng.NormFloat64(), 2*rng.NormFloat64()
 		}
-		s.u, s.lam = u, 1
+		s.u = u
 		best := math.Inf(-1)
 		require.NoError(t, perm.Enumerate(n, nil, func(all perm.Perm) error {
 			s.place(all)
@@ -144,15 +144,15 @@ func TestSolveWith(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, plain, zero, "the zero Decoder is M(g)")
 
-	d := Decoder{Pairwise: 2, Anneal: 3000, Seed: 3}
+	d := Decoder{Pairwise: 2, Seam: 0.5, Anneal: 3000, Seed: 3}
 	got, err := net.SolveWith(z, d)
 	require.NoError(t, err)
 	// Never below E(M(g)), whatever GOMAXPROCS.
 	nn2, ps := net.grid.N(), net.grid.PieceSize()
 	s := newArranger(net.grid.P)
 	energy := func(b int, pred perm.Perm) float64 {
-		net.edgeTables(s.h, s.v, z.Scrambled[b*nn2*ps:(b+1)*nn2*ps])
-		s.u, s.lam = logits[b].RawMatrix().Data, d.Pairwise
+		net.pairTables(s.h, s.v, z.Scrambled[b*nn2*ps:(b+1)*nn2*ps], d)
+		s.u = logits[b].RawMatrix().Data
 		s.place(pred)
 		return s.energy()
 	}
@@ -189,12 +189,91 @@ func TestDecoderErrors(t *testing.T) {
 		{Pairwise: 1, StartTemp: -1},
 		{Pairwise: 1, StartTemp: 1, EndTemp: 2},
 		{Pairwise: 1, EndTemp: math.NaN()},
+		{Seam: -1},
+		{Seam: math.NaN()},
+		{Seam: math.Inf(1)},
 	} {
 		_, err := net.SolveWith(z, d)
 		assert.Error(t, err, "%+v", d)
 	}
 	_, err = net.SolveWith(nil, Decoder{Pairwise: 1})
 	assert.Error(t, err)
+	_, err = plain.SolveWith(z, Decoder{Seam: 1, Anneal: 10})
+	assert.NoError(t, err, "the seam term needs no edge matching")
+}
+
+// TestPairTables checks the tables of the decoder against E written out
+// piece by piece: λ times the learned compatibilities (checked against the
+// network by TestEdgeTablesMatchRefineTerms) minus μ times the squared
+// distances of the facing pixel columns and rows, read off the pieces.
+func TestPairTables(t *testing.T) {
+	net, z := refineNet(t, 2, 1)
+	gr := net.grid
+	nn2, ph, pw := gr.N(), gr.PieceH, gr.PieceW
+	ch, cv := make([]float64, nn2*nn2), make([]float64, nn2*nn2)
+	net.edgeTables(ch, cv, z.Scrambled)
+	pix := func(i, y, x int) float64 { return z.Scrambled[i*gr.PieceSize()+y*pw+x] }
+	d := Decoder{Pairwise: 1.5, Seam: 0.7}
+	h, v := make([]float64, nn2*nn2), make([]float64, nn2*nn2)
+	h[0], v[0] = 99, 99 // stale values are overwritten
+	net.pairTables(h, v, z.Scrambled, d)
+	for i := range nn2 {
+		for j := range nn2 {
+			dh, dv := 0.0, 0.0
+			for y := range ph {
+				dh += math.Pow(pix(i, y, pw-1)-pix(j, y, 0), 2)
+			}
+			for x := range pw {
+				dv += math.Pow(pix(i, ph-1, x)-pix(j, 0, x), 2)
+			}
+			assert.InDelta(t, 1.5*ch[i*nn2+j]-0.7*dh, h[i*nn2+j], 1e-12, "h %d %d", i, j)
+			assert.InDelta(t, 1.5*cv[i*nn2+j]-0.7*dv, v[i*nn2+j], 1e-12, "v %d %d", i, j)
+		}
+	}
+	hs, vs := make([]float64, nn2*nn2), make([]float64, nn2*nn2)
+	net.pairTables(hs, vs, z.Scrambled, Decoder{Seam: 0.7})
+	for k := range hs {
+		assert.InDelta(t, h[k]-1.5*ch[k], hs[k], 1e-12, "without λ, no c (h %d)", k)
+		assert.InDelta(t, v[k]-1.5*cv[k], vs[k], 1e-12, "without λ, no c (v %d)", k)
+	}
+}
+
+// TestSeamSolvesSmoothImages decodes puzzles of smooth random images, whose
+// true arrangement has the smallest seams, with an untrained network: M(g)
+// places the pieces nearly at random, the seam term alone puts them back.
+func TestSeamSolvesSmoothImages(t *testing.T) {
+	cfg := tinyConfig()
+	cfg.P, cfg.Height, cfg.Width = 3, 12, 12
+	net, err := New(cfg, 1)
+	require.NoError(t, err)
+	rng := rand.New(rand.NewPCG(6, 6))
+	const n = 40
+	imgs := make([]float64, n*12*12)
+	for b := range n {
+		// A sum of random waves of low frequency (0.1 to 0.3 radians per
+		// pixel), so that neighbouring pixel columns differ little.
+		var a, fy, fx, ph [3]float64
+		for k := range a {
+			a[k], fy[k], fx[k], ph[k] = rng.Float64(), 0.1+0.2*rng.Float64(), 0.1+0.2*rng.Float64(), 2*math.Pi*rng.Float64()
+		}
+		for y := range 12 {
+			for x := range 12 {
+				val := 0.0
+				for k := range a {
+					val += a[k] * math.Sin(fy[k]*float64(y)+fx[k]*float64(x)+ph[k])
+				}
+				imgs[(b*12+y)*12+x] = val
+			}
+		}
+	}
+	z, err := MakePuzzles(net.Grid(), imgs, nil, rng)
+	require.NoError(t, err)
+	plain, err := net.EvaluateWith(z, Decoder{})
+	require.NoError(t, err)
+	seam, err := net.EvaluateWith(z, Decoder{Seam: 10, Anneal: 20000, Seed: 1})
+	require.NoError(t, err)
+	assert.Greater(t, plain.PropWrong, 0.5, "an untrained network should not solve the puzzles")
+	assert.Less(t, seam.PropWrong, 0.05, "the seam term should solve smooth puzzles")
 }
 
 func TestSolveWithOnePiece(t *testing.T) {
