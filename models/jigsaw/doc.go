@@ -54,8 +54,11 @@
 // arrangement (Decoder, Net.SolveWith): the final logits plus λ times the
 // learned compatibilities c(i, j) of the pieces that end up side by side,
 // c being the terms a round of edge matching adds when its assignment is
-// hard. This is a quadratic assignment problem; SolveWith searches it
-// heuristically, by pair swaps and simulated annealing from M(g).
+// hard. Any network, with edge matching or not, can add to that score the
+// seam term −μ D(i, j), the squared pixel differences across the seam of
+// two neighbours, which needs no training. This is a quadratic assignment
+// problem; SolveWith searches it heuristically, by pair swaps and simulated
+// annealing from M(g).
 //
 // # Training
 //
