@@ -74,6 +74,14 @@ func (d Decoder) temps() (start, end float64) {
 	return start, end
 }
 
+// scale returns the factor of the tables of pairTables: λ, or 1 without λ.
+func (d Decoder) scale() float64 {
+	if d.Pairwise > 0 {
+		return d.Pairwise
+	}
+	return 1
+}
+
 func (d Decoder) validate(refine int) error {
 	start, end := d.temps()
 	switch {
@@ -182,17 +190,19 @@ func (n *Net) edgeTables(h, v []float64, scrambled []float64) {
 	}
 }
 
-// pairTables fills h[i*N+j] with w_h(i, j), the weight of piece j right of
-// piece i, and v[i*N+j] with w_v(i, j), piece j below piece i (see Decoder).
-func (n *Net) pairTables(h, v []float64, scrambled []float64, d Decoder) {
+// pairTables fills h[i*N+j] with w_h(i, j) / scale, the weight of piece j
+// right of piece i, and v[i*N+j] with w_v(i, j) / scale, piece j below piece
+// i (see Decoder), and returns scale: λ when λ > 0, else 1. Without a seam
+// term the tables are exactly c and the arranger multiplies by λ, the
+// arithmetic of the decoder before Seam existed, so earlier results are
+// reproduced bit for bit.
+func (n *Net) pairTables(h, v []float64, scrambled []float64, d Decoder) (scale float64) {
 	clear(h)
 	clear(v)
+	scale = d.scale()
+	mu := d.Seam / scale
 	if d.Pairwise > 0 {
 		n.edgeTables(h, v, scrambled)
-		for k := range h {
-			h[k] *= d.Pairwise
-			v[k] *= d.Pairwise
-		}
 	}
 	if d.Seam > 0 {
 		nn2 := n.grid.N()
@@ -209,25 +219,27 @@ func (n *Net) pairTables(h, v []float64, scrambled []float64, d Decoder) {
 		}
 		for i := range nn2 {
 			for j := range nn2 {
-				h[i*nn2+j] -= d.Seam * dist(3, i, j)
-				v[i*nn2+j] -= d.Seam * dist(1, i, j)
+				h[i*nn2+j] -= mu * dist(3, i, j)
+				v[i*nn2+j] -= mu * dist(1, i, j)
 			}
 		}
 	}
+	return scale
 }
 
 // arranger searches arrangements of one p × p puzzle for a high E.
 type arranger struct {
 	p         int
-	h, v      []float64 // weights of neighbours (pairTables)
+	h, v      []float64 // weights of neighbours over lam (pairTables)
 	u         []float64 // unary scores, u[i*N+q]
+	lam       float64   // scale of h and v
 	at        []int     // at[q] is the piece at position q
 	best, tmp []int
 }
 
 func newArranger(p int) *arranger {
 	n := p * p
-	return &arranger{p: p, h: make([]float64, n*n), v: make([]float64, n*n),
+	return &arranger{p: p, lam: 1, h: make([]float64, n*n), v: make([]float64, n*n),
 		at: make([]int, n), best: make([]int, n), tmp: make([]int, n)}
 }
 
@@ -236,7 +248,7 @@ func (s *arranger) decode(pred perm.Perm, u []float64, d Decoder, puzzle uint64)
 	if len(pred) < 2 {
 		return // one piece: nothing to arrange
 	}
-	s.u = u
+	s.u, s.lam = u, d.scale()
 	s.place(pred)
 	s.climb()
 	if d.Anneal > 0 {
@@ -263,10 +275,10 @@ func (s *arranger) energy() float64 {
 	for q, i := range s.at {
 		e += s.u[i*n+q]
 		if q%p < p-1 {
-			e += s.h[i*n+s.at[q+1]]
+			e += s.lam * s.h[i*n+s.at[q+1]]
 		}
 		if q/p < p-1 {
-			e += s.v[i*n+s.at[q+p]]
+			e += s.lam * s.v[i*n+s.at[q+p]]
 		}
 	}
 	return e
@@ -291,7 +303,7 @@ func (s *arranger) edges(q, skip int) float64 {
 	if r < p-1 && q+p != skip {
 		e += s.v[i*n+s.at[q+p]]
 	}
-	return e
+	return s.lam * e
 }
 
 // local is the part of E that involves position q1 or q2.

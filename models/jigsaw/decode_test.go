@@ -151,7 +151,7 @@ func TestSolveWith(t *testing.T) {
 	nn2, ps := net.grid.N(), net.grid.PieceSize()
 	s := newArranger(net.grid.P)
 	energy := func(b int, pred perm.Perm) float64 {
-		net.pairTables(s.h, s.v, z.Scrambled[b*nn2*ps:(b+1)*nn2*ps], d)
+		s.lam = net.pairTables(s.h, s.v, z.Scrambled[b*nn2*ps:(b+1)*nn2*ps], d)
 		s.u = logits[b].RawMatrix().Data
 		s.place(pred)
 		return s.energy()
@@ -216,7 +216,7 @@ func TestPairTables(t *testing.T) {
 	d := Decoder{Pairwise: 1.5, Seam: 0.7}
 	h, v := make([]float64, nn2*nn2), make([]float64, nn2*nn2)
 	h[0], v[0] = 99, 99 // stale values are overwritten
-	net.pairTables(h, v, z.Scrambled, d)
+	assert.Equal(t, 1.5, net.pairTables(h, v, z.Scrambled, d))
 	for i := range nn2 {
 		for j := range nn2 {
 			dh, dv := 0.0, 0.0
@@ -226,16 +226,20 @@ func TestPairTables(t *testing.T) {
 			for x := range pw {
 				dv += math.Pow(pix(i, ph-1, x)-pix(j, 0, x), 2)
 			}
-			assert.InDelta(t, 1.5*ch[i*nn2+j]-0.7*dh, h[i*nn2+j], 1e-12, "h %d %d", i, j)
-			assert.InDelta(t, 1.5*cv[i*nn2+j]-0.7*dv, v[i*nn2+j], 1e-12, "v %d %d", i, j)
+			assert.InDelta(t, 1.5*ch[i*nn2+j]-0.7*dh, 1.5*h[i*nn2+j], 1e-12, "h %d %d", i, j)
+			assert.InDelta(t, 1.5*cv[i*nn2+j]-0.7*dv, 1.5*v[i*nn2+j], 1e-12, "v %d %d", i, j)
 		}
 	}
 	hs, vs := make([]float64, nn2*nn2), make([]float64, nn2*nn2)
-	net.pairTables(hs, vs, z.Scrambled, Decoder{Seam: 0.7})
+	assert.Equal(t, 1.0, net.pairTables(hs, vs, z.Scrambled, Decoder{Seam: 0.7}))
 	for k := range hs {
-		assert.InDelta(t, h[k]-1.5*ch[k], hs[k], 1e-12, "without λ, no c (h %d)", k)
-		assert.InDelta(t, v[k]-1.5*cv[k], vs[k], 1e-12, "without λ, no c (v %d)", k)
+		assert.InDelta(t, 1.5*h[k]-1.5*ch[k], hs[k], 1e-12, "without λ, no c (h %d)", k)
+		assert.InDelta(t, 1.5*v[k]-1.5*cv[k], vs[k], 1e-12, "without λ, no c (v %d)", k)
 	}
+	// Without μ the tables are exactly c, as before Seam existed.
+	assert.Equal(t, 2.0, net.pairTables(hs, vs, z.Scrambled, Decoder{Pairwise: 2}))
+	assert.Equal(t, ch, hs)
+	assert.Equal(t, cv, vs)
 }
 
 // TestSeamSolvesSmoothImages decodes puzzles of smooth random images, whose
