@@ -185,18 +185,20 @@ func formatTable(recs map[int]*record) string {
 		hasSeam = hasSeam || r.Decoder != nil && r.Decoder.Seam != 0
 	}
 	if hasDecoder {
+		// The seam column appears only where a record uses it, so that
+		// tables made before it existed print as they did.
+		seamCol := ""
 		if hasSeam {
-			b.WriteString("| decoder: pairwise weight, seam weight, annealing proposals, minutes |")
-		} else {
-			b.WriteString("| decoder: pairwise weight, annealing proposals, minutes |")
+			seamCol = " seam weight,"
 		}
+		fmt.Fprintf(&b, "| decoder: pairwise weight,%s annealing proposals, minutes |", seamCol)
 		for _, p := range tableSizes {
 			if r, ok := recs[p]; ok && r.Decoder != nil {
+				seam := ""
 				if hasSeam {
-					fmt.Fprintf(&b, " %g, %g, %d, %.1f |", r.Decoder.Pairwise, r.Decoder.Seam, r.Decoder.Anneal, r.DecodeSec/60)
-				} else {
-					fmt.Fprintf(&b, " %g, %d, %.1f |", r.Decoder.Pairwise, r.Decoder.Anneal, r.DecodeSec/60)
+					seam = fmt.Sprintf(" %g,", r.Decoder.Seam)
 				}
+				fmt.Fprintf(&b, " %g,%s %d, %.1f |", r.Decoder.Pairwise, seam, r.Decoder.Anneal, r.DecodeSec/60)
 			} else {
 				b.WriteString(" - |")
 			}
