@@ -37,7 +37,11 @@
 //	go run ./examples/jigsaw -mnist DIR -p 5 -load /tmp/t2d2/jigsaw_mnist-test_p5.gob -pairwise 5 -anneal 1600000
 //
 // -seam adds to that score the squared pixel differences across the seams of
-// neighbouring pieces, with any network (edge matching or not).
+// neighbouring pieces, with any network (edge matching or not). -restarts R
+// anneals R times per puzzle and keeps the best, and -decode-seed draws
+// other proposals for the same puzzles (to measure the annealing's noise).
+// Each such run also reports how many wrong puzzles the score itself ranks
+// above the truth, which no search can mend (jigsaw.Net.SearchGap).
 //
 // (see jigsaw.Decoder and models/jigsaw/README.md).
 package main
@@ -76,6 +80,7 @@ type options struct {
 	sizes                       string // -table2 sizes, in run order
 	load                        string // trained network (file; -table2: folder)
 	dec                         jigsaw.Decoder
+	decodeSeed                  uint64
 }
 
 func main() {
@@ -114,8 +119,13 @@ func main() {
 	flag.Float64Var(&o.dec.Pairwise, "pairwise", 0, "decode by the quadratic score with this weight of the learned edge compatibilities (0: the linear assignment M(g); needs -refine; see jigsaw.Decoder)")
 	flag.Float64Var(&o.dec.Seam, "seam", 0, "decode by the quadratic score with this weight of the squared pixel differences across the seams of neighbouring pieces (any network; see jigsaw.Decoder)")
 	flag.IntVar(&o.dec.Anneal, "anneal", 0, "simulated-annealing proposals per puzzle of the -pairwise or -seam decoder (0: pair swaps only)")
+	flag.IntVar(&o.dec.Restarts, "restarts", 0, "independent annealing runs per puzzle, the best by the decoder's score kept (0 or 1: one)")
+	flag.Uint64Var(&o.decodeSeed, "decode-seed", 0, "seed of the annealing (0: -seed); another value decodes the same puzzles with other random proposals")
 	flag.Parse()
 	o.dec.Seed = o.seed
+	if o.decodeSeed != 0 {
+		o.dec.Seed = o.decodeSeed
+	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
@@ -221,6 +231,9 @@ type record struct {
 	// and DecodeSec the seconds it took on the held-out puzzles.
 	Decoder   *jigsaw.Decoder `json:"decoder,omitempty"`
 	DecodeSec float64         `json:"decode_seconds,omitempty"`
+	// Search splits the puzzles the quadratic decoder gets wrong into
+	// failures of its search and of its score (jigsaw.Net.SearchGap).
+	Search *jigsaw.SearchGap `json:"search,omitempty"`
 }
 
 // experiment trains and evaluates one puzzle size and writes its JSON,
@@ -255,11 +268,22 @@ func experiment(ctx context.Context, o options, p int, train, test *dataset.Imag
 		return nil, err
 	}
 	start := time.Now()
-	if rec.Metrics, err = net.EvaluateWith(z, o.dec); err != nil {
+	preds, err := net.SolveWith(z, o.dec)
+	if err != nil {
 		return nil, err
 	}
 	if rec.Decoder != nil {
 		rec.DecodeSec = time.Since(start).Seconds()
+	}
+	if rec.Metrics, err = jigsaw.ScoreAll(z, preds); err != nil {
+		return nil, err
+	}
+	if o.dec.Pairwise != 0 || o.dec.Seam != 0 {
+		g, err := net.SearchGap(z, preds, o.dec)
+		if err != nil {
+			return nil, err
+		}
+		rec.Search = &g
 	}
 	if rec.Oracle, err = oracleMetrics(z, o.seed); err != nil {
 		return nil, err

@@ -98,8 +98,9 @@ func TestImagesFolderRun(t *testing.T) {
 	// The pairwise decoder needs edge matching; a wrong size is an error.
 	o.dec = jigsaw.Decoder{Pairwise: 1, Seed: 1}
 	assert.ErrorContains(t, run(context.Background(), o), "edge matching")
-	// The seam decoder works with any network and is recorded.
-	o.dec = jigsaw.Decoder{Seam: 1, Anneal: 100, Seed: 1}
+	// The seam decoder works with any network and is recorded, with its
+	// restarts and the split of its failures.
+	o.dec = jigsaw.Decoder{Seam: 1, Anneal: 100, Restarts: 2, Seed: 1}
 	require.NoError(t, run(context.Background(), o))
 	b, err = os.ReadFile(filepath.Join(again, "jigsaw_images-"+filepath.Base(in)+"_p2.json"))
 	require.NoError(t, err)
@@ -108,6 +109,11 @@ func TestImagesFolderRun(t *testing.T) {
 	require.NotNil(t, sr.Decoder)
 	assert.Equal(t, o.dec, *sr.Decoder)
 	assert.Equal(t, r.Metrics.Puzzles, sr.Metrics.Puzzles)
+	require.NotNil(t, sr.Search)
+	assert.Equal(t, r.Metrics.Puzzles, sr.Search.Puzzles)
+	assert.Equal(t, sr.Search.Puzzles, sr.Search.Solved+sr.Search.SearchMisses+sr.Search.ScoreMisses)
+	assert.Contains(t, formatMetrics(&sr), "of puzzles solved")
+	assert.Nil(t, l.Search, "M(g) has no search gap")
 	o.dec, o.p = jigsaw.Decoder{Seed: 1}, 3
 	assert.ErrorContains(t, run(context.Background(), o), "network for 2 x 2 pieces")
 }

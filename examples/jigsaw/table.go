@@ -212,7 +212,17 @@ func formatTable(recs map[int]*record) string {
 func formatMetrics(r *record) string {
 	m := r.Metrics
 	return fmt.Sprintf("%s, %dx%d, %d puzzles: Kendall tau %.4f, prop. wrong %.4f, prop. any wrong %.4f, l1 %.4f, l2 (RMSE) %.4f, l2 (MSE) %.5f, prop. wrong up to identical pieces %.4f, any wrong up to identical %.4f\n",
-		r.Data, r.P, r.P, m.Puzzles, m.KendallTau, m.PropWrong, m.PropAnyWrong, m.L1, m.RMSE, m.MSE, m.PropWrongIdentical, m.PropAnyWrongIdentical)
+		r.Data, r.P, r.P, m.Puzzles, m.KendallTau, m.PropWrong, m.PropAnyWrong, m.L1, m.RMSE, m.MSE, m.PropWrongIdentical, m.PropAnyWrongIdentical) + formatSearch(r.Search)
+}
+
+// formatSearch renders a decoder's search gap ("" without one).
+func formatSearch(g *jigsaw.SearchGap) string {
+	if g == nil || g.Puzzles == 0 {
+		return ""
+	}
+	pc := func(k int) float64 { return 100 * float64(k) / float64(g.Puzzles) }
+	return fmt.Sprintf("decoder: %.1f%% of puzzles solved; %.1f%% wrong where the score ranks the truth higher (search misses, mean shortfall %.3g), %.1f%% wrong where it ranks the decoded arrangement at least as high (score misses)\n",
+		pc(g.Solved), pc(g.SearchMisses), g.MeanShortfall, pc(g.ScoreMisses))
 }
 
 // oracleMetrics scores jigsaw.Oracle on z, with ties among identical pieces

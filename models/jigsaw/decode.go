@@ -42,7 +42,9 @@ import (
 // two pieces, one in five shifts a random rectangle of pieces cyclically by
 // one place, which moves a misplaced block at once; the temperature falls
 // geometrically from StartTemp to EndTemp), keeps the best arrangement seen
-// and climbs by swaps again. The result scores at least E(M(g)).
+// and climbs by swaps again. With Restarts > 1 it anneals that many times
+// from the same start and keeps the best result. The result scores at
+// least E(M(g)).
 type Decoder struct {
 	// Pairwise is the weight λ of the learned edge compatibilities c.
 	Pairwise float64
@@ -55,10 +57,18 @@ type Decoder struct {
 	// StartTemp and EndTemp bound the annealing temperature, in units of
 	// E (0: 60 and 0.03).
 	StartTemp, EndTemp float64
-	// Seed seeds the annealing; puzzle b uses a PCG source of (Seed, b), so
-	// the result does not depend on GOMAXPROCS.
+	// Restarts is the number of independent annealing runs per puzzle,
+	// each from the climbed M(g) with a stream of its own; the arrangement
+	// with the highest E wins (0 or 1: one run).
+	Restarts int `json:",omitempty"`
+	// Seed seeds the annealing; run r of puzzle b uses a PCG source of
+	// (Seed, b + r·2⁴⁰), so the result does not depend on GOMAXPROCS.
 	Seed uint64
 }
+
+// maxPuzzles bounds the puzzles of one SolveWith call, so that the annealing
+// streams of different restarts never coincide.
+const maxPuzzles = 1 << 40
 
 // blockMoves is the share of annealing proposals that shift a block.
 const blockMoves = 0.2
@@ -93,6 +103,10 @@ func (d Decoder) validate(refine int) error {
 		return fmt.Errorf("seam weight %v must be finite and >= 0", d.Seam)
 	case d.Anneal < 0:
 		return fmt.Errorf("anneal %d must be >= 0", d.Anneal)
+	case d.Restarts < 0:
+		return fmt.Errorf("restarts %d must be >= 0", d.Restarts)
+	case d.Restarts > 1 && d.Anneal == 0:
+		return errors.New("restarts need annealing (Anneal > 0)")
 	case d.Anneal > 0 && d.Pairwise == 0 && d.Seam == 0:
 		return errors.New("annealing needs a pairwise or seam weight > 0")
 	case !(start > 0) || !(end > 0) || math.IsInf(start, 0) || end > start:
@@ -107,6 +121,9 @@ func (d Decoder) validate(refine int) error {
 func (n *Net) SolveWith(z *Puzzles, d Decoder) ([]perm.Perm, error) {
 	if err := d.validate(n.cfg.Refine); err != nil {
 		return nil, fmt.Errorf("jigsaw: SolveWith: %w", err)
+	}
+	if z.Len() >= maxPuzzles {
+		return nil, fmt.Errorf("jigsaw: SolveWith: %d puzzles, at most %d in one call", z.Len(), maxPuzzles-1)
 	}
 	logits, err := n.LogitMatrices(z)
 	if err != nil {
@@ -235,12 +252,15 @@ type arranger struct {
 	lam       float64   // scale of h and v
 	at        []int     // at[q] is the piece at position q
 	best, tmp []int
+	start     []int // the climbed M(g), where every restart begins
+	won       []int // the best arrangement over the restarts
 }
 
 func newArranger(p int) *arranger {
 	n := p * p
 	return &arranger{p: p, lam: 1, h: make([]float64, n*n), v: make([]float64, n*n),
-		at: make([]int, n), best: make([]int, n), tmp: make([]int, n)}
+		at: make([]int, n), best: make([]int, n), tmp: make([]int, n),
+		start: make([]int, n), won: make([]int, n)}
 }
 
 // decode improves pred (piece → position, M(g) on entry) in place as d says.
@@ -253,8 +273,18 @@ func (s *arranger) decode(pred perm.Perm, u []float64, d Decoder, puzzle uint64)
 	s.climb()
 	if d.Anneal > 0 {
 		start, end := d.temps()
-		s.anneal(rand.New(rand.NewPCG(d.Seed, puzzle)), d.Anneal, start, end)
-		s.climb()
+		copy(s.start, s.at)
+		won := math.Inf(-1)
+		for r := range max(d.Restarts, 1) {
+			copy(s.at, s.start)
+			s.anneal(rand.New(rand.NewPCG(d.Seed, puzzle+uint64(r)*maxPuzzles)), d.Anneal, start, end)
+			s.climb()
+			if e := s.energy(); r == 0 || e > won {
+				won = e
+				copy(s.won, s.at)
+			}
+		}
+		copy(s.at, s.won)
 	}
 	for q, i := range s.at {
 		pred[i] = q
@@ -413,4 +443,97 @@ func (s *arranger) shiftBlock(rng *rand.Rand) {
 			s.at[pos(l, 0)] = last
 		}
 	}
+}
+
+// SearchGap splits the puzzles that a quadratic decoder gets wrong by whose
+// fault it is: the search's or the score's. See Net.SearchGap.
+type SearchGap struct {
+	// Puzzles is the number of puzzles compared.
+	Puzzles int `json:"puzzles"`
+	// Solved counts the puzzles whose decoded image is the true one
+	// (identical pieces may trade places).
+	Solved int `json:"solved"`
+	// SearchMisses counts unsolved puzzles where E scores the true
+	// arrangement higher than the decoded one: a better search could still
+	// solve them.
+	SearchMisses int `json:"search_misses"`
+	// ScoreMisses counts unsolved puzzles where E scores the decoded
+	// arrangement at least as high as the true one: no search can solve
+	// them under this E.
+	ScoreMisses int `json:"score_misses"`
+	// MeanShortfall is the mean of E(true) − E(decoded) over the search
+	// misses (0 without any).
+	MeanShortfall float64 `json:"mean_shortfall"`
+}
+
+// SearchGap compares, for every puzzle of z, the quadratic score E of d (see
+// Decoder) at the arrangement preds[b] (piece → position, as SolveWith
+// returns) with E at the true one, z.Perms[b]. A decoded arrangement that
+// scores below the truth is a failure of the search; one that scores at
+// least as high, yet is wrong, is a failure of the score, which more search
+// cannot mend. Scores within 1e-9 of each other (relative) count as equal.
+func (n *Net) SearchGap(z *Puzzles, preds []perm.Perm, d Decoder) (SearchGap, error) {
+	if err := d.validate(n.cfg.Refine); err != nil {
+		return SearchGap{}, fmt.Errorf("jigsaw: SearchGap: %w", err)
+	}
+	if d.Pairwise == 0 && d.Seam == 0 {
+		return SearchGap{}, errors.New("jigsaw: SearchGap: the decoder has no quadratic score (Pairwise and Seam are 0)")
+	}
+	if len(preds) != z.Len() {
+		return SearchGap{}, fmt.Errorf("jigsaw: SearchGap: %d predictions for %d puzzles", len(preds), z.Len())
+	}
+	nn2, ps := n.grid.N(), n.grid.PieceSize()
+	for b, p := range preds {
+		if len(p) != nn2 {
+			return SearchGap{}, fmt.Errorf("jigsaw: SearchGap: prediction %d has %d items, want %d", b, len(p), nn2)
+		}
+		if err := p.Validate(); err != nil {
+			return SearchGap{}, fmt.Errorf("jigsaw: SearchGap: prediction %d: %w", b, err)
+		}
+	}
+	logits, err := n.LogitMatrices(z)
+	if err != nil {
+		return SearchGap{}, err
+	}
+	// decoded[b] and truth[b] are E at the two arrangements.
+	decoded, truth := make([]float64, len(preds)), make([]float64, len(preds))
+	var wg sync.WaitGroup
+	workers := min(runtime.GOMAXPROCS(0), len(preds))
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			s := newArranger(n.grid.P)
+			for b := w; b < len(preds); b += workers {
+				n.pairTables(s.h, s.v, z.Scrambled[b*nn2*ps:(b+1)*nn2*ps], d)
+				s.u, s.lam = logits[b].RawMatrix().Data, d.scale()
+				s.place(preds[b])
+				decoded[b] = s.energy()
+				s.place(z.Perms[b])
+				truth[b] = s.energy()
+			}
+		}()
+	}
+	wg.Wait()
+	g := SearchGap{Puzzles: len(preds)}
+	for b, p := range preds {
+		m, err := Score(p, z.Perms[b], z.Pieces[b*nn2*ps:(b+1)*nn2*ps], ps)
+		if err != nil {
+			return SearchGap{}, fmt.Errorf("jigsaw: SearchGap: puzzle %d: %w", b, err)
+		}
+		tol := 1e-9 * max(1, math.Abs(truth[b]))
+		switch {
+		case m.PropAnyWrongIdentical == 0:
+			g.Solved++
+		case truth[b] > decoded[b]+tol:
+			g.SearchMisses++
+			g.MeanShortfall += truth[b] - decoded[b]
+		default:
+			g.ScoreMisses++
+		}
+	}
+	if g.SearchMisses > 0 {
+		g.MeanShortfall /= float64(g.SearchMisses)
+	}
+	return g, nil
 }

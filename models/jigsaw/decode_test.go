@@ -246,16 +246,73 @@ func TestPairTables(t *testing.T) {
 // true arrangement has the smallest seams, with an untrained network: M(g)
 // places the pieces nearly at random, the seam term alone puts them back.
 func TestSeamSolvesSmoothImages(t *testing.T) {
+	net, z := smoothPuzzles(t, 40)
+	plain, err := net.EvaluateWith(z, Decoder{})
+	require.NoError(t, err)
+	seam, err := net.EvaluateWith(z, Decoder{Seam: 10, Anneal: 20000, Seed: 1})
+	require.NoError(t, err)
+	assert.Greater(t, plain.PropWrong, 0.5, "an untrained network should not solve the puzzles")
+	assert.Less(t, seam.PropWrong, 0.05, "the seam term should solve smooth puzzles")
+}
+
+// TestRestarts checks that more annealing runs never lower E below the
+// single run (the first restart is that run) and raise it on some puzzle
+// when each run is short, and that one restart is the single run itself.
+func TestRestarts(t *testing.T) {
+	net, z := refineNet(t, 1, 12)
+	logits, err := net.LogitMatrices(z)
+	require.NoError(t, err)
+	d := Decoder{Pairwise: 2, Seam: 0.5, Anneal: 40, Seed: 3}
+	single, err := net.SolveWith(z, d)
+	require.NoError(t, err)
+	d.Restarts = 1
+	one, err := net.SolveWith(z, d)
+	require.NoError(t, err)
+	assert.Equal(t, single, one, "one restart is the single run")
+	d.Restarts = 6
+	many, err := net.SolveWith(z, d)
+	require.NoError(t, err)
+	nn2, ps := net.grid.N(), net.grid.PieceSize()
+	s := newArranger(net.grid.P)
+	energy := func(b int, pred perm.Perm) float64 {
+		s.lam = net.pairTables(s.h, s.v, z.Scrambled[b*nn2*ps:(b+1)*nn2*ps], d)
+		s.u = logits[b].RawMatrix().Data
+		s.place(pred)
+		return s.energy()
+	}
+	raised := 0
+	for b := range many {
+		require.NoError(t, many[b].Validate())
+		e1, e6 := energy(b, single[b]), energy(b, many[b])
+		assert.GreaterOrEqual(t, e6, e1, "puzzle %d", b)
+		if e6 > e1+1e-9 {
+			raised++
+		}
+	}
+	assert.Positive(t, raised, "six short runs should beat one on some puzzle")
+	prev := runtime.GOMAXPROCS(1)
+	serial, err := net.SolveWith(z, d)
+	runtime.GOMAXPROCS(prev)
+	require.NoError(t, err)
+	assert.Equal(t, many, serial, "restarts depend on GOMAXPROCS")
+	for _, bad := range []Decoder{{Pairwise: 1, Anneal: 10, Restarts: -1}, {Pairwise: 1, Restarts: 2}} {
+		_, err := net.SolveWith(z, bad)
+		assert.Error(t, err, "%+v", bad)
+	}
+}
+
+// smoothPuzzles returns n puzzles of smooth random 12 × 12 images (sums of
+// waves of 0.1 to 0.3 radians per pixel), whose true arrangement has the
+// smallest seams, and an untrained 3 × 3 network for them.
+func smoothPuzzles(t *testing.T, n int) (*Net, *Puzzles) {
+	t.Helper()
 	cfg := tinyConfig()
 	cfg.P, cfg.Height, cfg.Width = 3, 12, 12
 	net, err := New(cfg, 1)
 	require.NoError(t, err)
 	rng := rand.New(rand.NewPCG(6, 6))
-	const n = 40
 	imgs := make([]float64, n*12*12)
 	for b := range n {
-		// A sum of random waves of low frequency (0.1 to 0.3 radians per
-		// pixel), so that neighbouring pixel columns differ little.
 		var a, fy, fx, ph [3]float64
 		for k := range a {
 			a[k], fy[k], fx[k], ph[k] = rng.Float64(), 0.1+0.2*rng.Float64(), 0.1+0.2*rng.Float64(), 2*math.Pi*rng.Float64()
@@ -272,12 +329,61 @@ func TestSeamSolvesSmoothImages(t *testing.T) {
 	}
 	z, err := MakePuzzles(net.Grid(), imgs, nil, rng)
 	require.NoError(t, err)
-	plain, err := net.EvaluateWith(z, Decoder{})
+	return net, z
+}
+
+// TestSearchGap checks the split of the decoder's failures on three cases
+// whose answer is known: smooth images, where the seam score ranks the true
+// arrangement first, left at M(g) of an untrained network (the search's
+// fault) and decoded by annealing (solved); and images of white noise, whose
+// true arrangement the seam score does not prefer (the score's fault).
+func TestSearchGap(t *testing.T) {
+	net, z := smoothPuzzles(t, 40)
+	d := Decoder{Seam: 10, Anneal: 20000, Seed: 1}
+	plain, err := net.SolveWith(z, Decoder{})
 	require.NoError(t, err)
-	seam, err := net.EvaluateWith(z, Decoder{Seam: 10, Anneal: 20000, Seed: 1})
+	g, err := net.SearchGap(z, plain, d)
 	require.NoError(t, err)
-	assert.Greater(t, plain.PropWrong, 0.5, "an untrained network should not solve the puzzles")
-	assert.Less(t, seam.PropWrong, 0.05, "the seam term should solve smooth puzzles")
+	assert.Equal(t, 40, g.Puzzles)
+	assert.Equal(t, 40, g.Solved+g.SearchMisses+g.ScoreMisses)
+	assert.Greater(t, g.SearchMisses, 30, "M(g) of an untrained network scores below the truth: %+v", g)
+	assert.Positive(t, g.MeanShortfall)
+	decoded, err := net.SolveWith(z, d)
+	require.NoError(t, err)
+	g, err = net.SearchGap(z, decoded, d)
+	require.NoError(t, err)
+	// Annealing solves most; what it leaves is the score's fault, not the
+	// search's (an untrained network's logits can outweigh a smooth seam).
+	assert.GreaterOrEqual(t, g.Solved, 30, "%+v", g)
+	assert.LessOrEqual(t, g.SearchMisses, 2, "%+v", g)
+	truth, err := net.SearchGap(z, z.Perms, d)
+	require.NoError(t, err)
+	assert.Equal(t, SearchGap{Puzzles: 40, Solved: 40}, truth)
+
+	// White noise: the seam score has no reason to rank the truth first,
+	// and annealing finds arrangements it scores higher.
+	rng := rand.New(rand.NewPCG(8, 8))
+	noise, err := MakePuzzles(net.Grid(), randomImages(rng, 20, 1, 12, 12), nil, rng)
+	require.NoError(t, err)
+	decoded, err = net.SolveWith(noise, d)
+	require.NoError(t, err)
+	g, err = net.SearchGap(noise, decoded, d)
+	require.NoError(t, err)
+	t.Logf("white noise: %+v", g)
+	assert.Greater(t, g.ScoreMisses, 15, "%+v", g)
+	assert.Less(t, g.Solved, 5, "%+v", g)
+
+	_, err = net.SearchGap(z, plain, Decoder{})
+	assert.ErrorContains(t, err, "no quadratic score")
+	_, err = net.SearchGap(z, plain[:3], d)
+	assert.ErrorContains(t, err, "3 predictions for 40 puzzles")
+	bad := append([]perm.Perm(nil), plain...)
+	bad[2] = perm.Perm{0, 0, 1, 2, 3, 4, 5, 6, 7}
+	_, err = net.SearchGap(z, bad, d)
+	assert.ErrorContains(t, err, "prediction 2")
+	bad[2] = perm.Perm{0, 1}
+	_, err = net.SearchGap(z, bad, d)
+	assert.ErrorContains(t, err, "prediction 2 has 2 items")
 }
 
 func TestSolveWithOnePiece(t *testing.T) {

@@ -58,7 +58,10 @@
 // seam term −μ D(i, j), the squared pixel differences across the seam of
 // two neighbours, which needs no training. This is a quadratic assignment
 // problem; SolveWith searches it heuristically, by pair swaps and simulated
-// annealing from M(g).
+// annealing from M(g), optionally restarted. Net.SearchGap tells the two
+// causes of a wrong decoded puzzle apart: the search stopped below the
+// true arrangement's score, or the score ranks a wrong arrangement at
+// least as high as the truth, which no search can mend.
 //
 // # Training
 //
