@@ -2,6 +2,7 @@ package jigsaw
 
 import (
 	"encoding/json"
+	"math"
 	"reflect"
 	"testing"
 
@@ -12,7 +13,8 @@ import (
 // TestReadmeNumbers checks every row of the README's tables that names a
 // results file (a "file" column holding `results/….json`) against that
 // file: each metric column must be the file's value rounded to the
-// digits printed.
+// digits printed. The columns "solved", "search misses" and "score misses"
+// are shares of the puzzles of the file's search gap (Net.SearchGap).
 func TestReadmeNumbers(t *testing.T) {
 	metric := map[string]string{
 		"Kendall tau":                 "kendall_tau",
@@ -24,6 +26,7 @@ func TestReadmeNumbers(t *testing.T) {
 	rows, diffs, err := mdtable.CheckFiles("README.md", ".json", func(b []byte) (map[string]float64, error) {
 		var res struct {
 			Metrics map[string]float64 `json:"metrics"`
+			Search  *SearchGap         `json:"search"`
 		}
 		if err := json.Unmarshal(b, &res); err != nil {
 			return nil, err
@@ -33,6 +36,13 @@ func TestReadmeNumbers(t *testing.T) {
 			if v, ok := res.Metrics[key]; ok {
 				values[name] = v
 			}
+		}
+		values["solved"], values["search misses"], values["score misses"] = math.NaN(), math.NaN(), math.NaN()
+		if g := res.Search; g != nil && g.Puzzles > 0 {
+			n := float64(g.Puzzles)
+			values["solved"] = float64(g.Solved) / n
+			values["search misses"] = float64(g.SearchMisses) / n
+			values["score misses"] = float64(g.ScoreMisses) / n
 		}
 		return values, nil
 	})
