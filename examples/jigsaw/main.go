@@ -53,6 +53,7 @@ import (
 	"flag"
 	"fmt"
 	"io/fs"
+	"math/rand/v2"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -81,6 +82,9 @@ type options struct {
 	load                        string // trained network (file; -table2: folder)
 	dec                         jigsaw.Decoder
 	decodeSeed                  uint64
+	pairs, fitPairs             string
+	fit                         jigsaw.FitConfig
+	fitN                        int
 }
 
 func main() {
@@ -121,7 +125,15 @@ func main() {
 	flag.IntVar(&o.dec.Anneal, "anneal", 0, "simulated-annealing proposals per puzzle of the -pairwise or -seam decoder (0: pair swaps only)")
 	flag.IntVar(&o.dec.Restarts, "restarts", 0, "independent annealing runs per puzzle, the best by the decoder's score kept (0 or 1: one)")
 	flag.Uint64Var(&o.decodeSeed, "decode-seed", 0, "seed of the annealing (0: -seed); another value decodes the same puzzles with other random proposals")
+	flag.StringVar(&o.pairs, "pairs", "", "decode with compatibility matrices fitted by an earlier -fit-pairs run (a JSON file) in place of the network's own")
+	flag.StringVar(&o.fitPairs, "fit-pairs", "", "fit the decoder's compatibility matrices to its hard score on the validation images after the first -eval (needs -load, -val, -eval and -pairwise), write them to this JSON file, then evaluate the first -eval with them")
+	flag.IntVar(&o.fit.Epochs, "fit-epochs", 3, "passes of -fit-pairs over its puzzles")
+	flag.IntVar(&o.fit.Batch, "fit-batch", 50, "puzzles per Adam step of -fit-pairs")
+	flag.Float64Var(&o.fit.LR, "fit-lr", 0.01, "Adam learning rate of -fit-pairs")
+	flag.IntVar(&o.fit.Anneal, "fit-anneal", 100000, "annealing proposals of each loss-augmented decoding of -fit-pairs")
+	flag.IntVar(&o.fitN, "fit-n", 0, "puzzles -fit-pairs fits on (0: every validation image after the first -eval)")
 	flag.Parse()
+	o.fit.Seed = o.seed
 	o.dec.Seed = o.seed
 	if o.decodeSeed != 0 {
 		o.dec.Seed = o.decodeSeed
@@ -234,6 +246,19 @@ type record struct {
 	// Search splits the puzzles the quadratic decoder gets wrong into
 	// failures of its search and of its score (jigsaw.Net.SearchGap).
 	Search *jigsaw.SearchGap `json:"search,omitempty"`
+	// Pairs is the file of fitted compatibility matrices the decoder used
+	// (-pairs or -fit-pairs), and Fit how -fit-pairs fitted them.
+	Pairs string     `json:"pairs,omitempty"`
+	Fit   *fitRecord `json:"fit,omitempty"`
+}
+
+// fitRecord describes a -fit-pairs run.
+type fitRecord struct {
+	Config  jigsaw.FitConfig     `json:"config"`
+	Puzzles int                  `json:"puzzles"`
+	First   int                  `json:"first_image"`
+	Epochs  []jigsaw.FitProgress `json:"epochs"`
+	Seconds float64              `json:"seconds"`
 }
 
 // experiment trains and evaluates one puzzle size and writes its JSON,
@@ -267,8 +292,12 @@ func experiment(ctx context.Context, o options, p int, train, test *dataset.Imag
 	if err != nil {
 		return nil, err
 	}
+	dec := o.dec
+	if dec.Pair, err = pairWeights(o, net, test, rec); err != nil {
+		return nil, err
+	}
 	start := time.Now()
-	preds, err := net.SolveWith(z, o.dec)
+	preds, err := net.SolveWith(z, dec)
 	if err != nil {
 		return nil, err
 	}
@@ -279,7 +308,7 @@ func experiment(ctx context.Context, o options, p int, train, test *dataset.Imag
 		return nil, err
 	}
 	if o.dec.Pairwise != 0 || o.dec.Seam != 0 {
-		g, err := net.SearchGap(z, preds, o.dec)
+		g, err := net.SearchGap(z, preds, dec)
 		if err != nil {
 			return nil, err
 		}
@@ -302,11 +331,61 @@ func experiment(ctx context.Context, o options, p int, train, test *dataset.Imag
 	if err != nil {
 		return nil, err
 	}
-	if err := writeFigure(base+".png", net, z, taus, o.dec); err != nil {
+	if err := writeFigure(base+".png", net, z, taus, dec); err != nil {
 		return nil, err
 	}
 	fmt.Fprintf(os.Stderr, "wrote %s.{%s}\n", base, wrote)
 	return rec, nil
+}
+
+// pairWeights returns the fitted compatibility matrices the decoder is to
+// use: read from -pairs, or fitted by -fit-pairs on the validation images
+// after the first -eval (and saved); nil for the network's own. It notes
+// them in rec.
+func pairWeights(o options, net *jigsaw.Net, val *dataset.Images, rec *record) (*jigsaw.PairWeights, error) {
+	switch {
+	case o.pairs != "" && o.fitPairs != "":
+		return nil, errors.New("-pairs and -fit-pairs exclude each other")
+	case o.pairs != "":
+		w, err := jigsaw.LoadPairsFile(o.pairs)
+		if err != nil {
+			return nil, err
+		}
+		rec.Pairs = o.pairs
+		return w, nil
+	case o.fitPairs == "":
+		return nil, nil
+	case o.load == "" || !o.val || o.table2:
+		return nil, errors.New("-fit-pairs fits a loaded network's decoder on validation images: it needs -load and -val, and not -table2")
+	case o.evalN <= 0 || o.evalN >= val.N:
+		return nil, fmt.Errorf("-fit-pairs needs -eval n with 0 < n < %d: the images after the first n are fitted on", val.N)
+	}
+	idx := make([]int, 0, val.N-o.evalN)
+	for i := o.evalN; i < val.N && (o.fitN <= 0 || len(idx) < o.fitN); i++ {
+		idx = append(idx, i)
+	}
+	z, err := jigsaw.MakePuzzles(net.Grid(), val.Subset(idx).Pixels, nil, rand.New(rand.NewPCG(o.seed, 0x666974))) // "fit"
+	if err != nil {
+		return nil, err
+	}
+	fr := &fitRecord{Config: o.fit, Puzzles: z.Len(), First: o.evalN}
+	start := time.Now()
+	w, err := net.FitPairs(z, o.dec, nil, o.fit, func(p jigsaw.FitProgress) {
+		fr.Epochs = append(fr.Epochs, p)
+		if !o.quiet {
+			fmt.Fprintf(os.Stderr, "fit-pairs epoch %d/%d: mean hinge %.4f, %.1f%% of puzzles at the truth, %.0fs\n",
+				p.Epoch, o.fit.Epochs, p.Hinge, 100*p.AtTruth, time.Since(start).Seconds())
+		}
+	})
+	if err != nil {
+		return nil, err
+	}
+	fr.Seconds = time.Since(start).Seconds()
+	if err := jigsaw.SavePairsFile(o.fitPairs, w); err != nil {
+		return nil, err
+	}
+	rec.Pairs, rec.Fit = o.fitPairs, fr
+	return w, nil
 }
 
 // trainNet trains a network for p pieces per side on train, resumably: the

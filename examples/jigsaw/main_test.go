@@ -6,6 +6,7 @@ import (
 	"image"
 	"image/color"
 	"image/png"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -14,6 +15,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/permlab/permlab/dataset"
 	"github.com/permlab/permlab/models/jigsaw"
 )
 
@@ -195,4 +197,63 @@ func TestTrainingResumes(t *testing.T) {
 	// Another learning rate is another run: refused, not mixed in.
 	o.lr = 2e-3
 	assert.ErrorContains(t, run(context.Background(), o), "delete it to start afresh")
+}
+
+// TestFitPairsFlags runs -fit-pairs on a small validation set of smooth
+// images with a network with edge matching, then decodes with -pairs: the
+// fitted weights are saved, recorded and used, and bad combinations of
+// flags are errors.
+func TestFitPairsFlags(t *testing.T) {
+	cfg := jigsaw.Config{P: 3, Channels: 1, Height: 12, Width: 12, Filters: 2, Kernel: 3, Pool: 2, Tau: 1, Iters: 5, Samples: 1, Noise: 1, Refine: 1, Heads: 1}
+	net, err := jigsaw.New(cfg, 1)
+	require.NoError(t, err)
+	val := &dataset.Images{N: 30, Channels: 1, Height: 12, Width: 12, Pixels: make([]float64, 30*144)}
+	for b := range val.N {
+		for y := range 12 {
+			for x := range 12 {
+				val.Pixels[b*144+y*12+x] = math.Sin(0.2*float64(x+b) + 0.15*float64(y*(1+b%3)))
+			}
+		}
+	}
+	path := filepath.Join(t.TempDir(), "pairs.json")
+	o := options{load: "net.gob", val: true, evalN: 10, fitPairs: path, quiet: true, seed: 1,
+		dec: jigsaw.Decoder{Pairwise: 1, Anneal: 200, Seed: 1},
+		fit: jigsaw.FitConfig{Epochs: 2, Batch: 5, LR: 0.01, Anneal: 100, Seed: 1}}
+	var rec record
+	w, err := pairWeights(o, net, val, &rec)
+	require.NoError(t, err)
+	require.NotNil(t, w)
+	require.NotNil(t, rec.Fit)
+	assert.Equal(t, 20, rec.Fit.Puzzles, "the images after the first -eval")
+	assert.Equal(t, 10, rec.Fit.First)
+	assert.Len(t, rec.Fit.Epochs, 2)
+	assert.Equal(t, path, rec.Pairs)
+	back, err := jigsaw.LoadPairsFile(path)
+	require.NoError(t, err)
+	assert.Equal(t, w, back)
+	o.fitN = 7
+	_, err = pairWeights(o, net, val, &rec)
+	require.NoError(t, err)
+	assert.Equal(t, 7, rec.Fit.Puzzles)
+
+	// -pairs reads them back.
+	o2 := options{pairs: path}
+	var rec2 record
+	w2, err := pairWeights(o2, net, val, &rec2)
+	require.NoError(t, err)
+	assert.NotNil(t, w2)
+	assert.Equal(t, path, rec2.Pairs)
+	assert.Nil(t, rec2.Fit)
+
+	for name, bad := range map[string]options{
+		"both":    {pairs: path, fitPairs: path},
+		"no load": {fitPairs: path, val: true, evalN: 10},
+		"no val":  {fitPairs: path, load: "x", evalN: 10},
+		"table2":  {fitPairs: path, load: "x", val: true, evalN: 10, table2: true},
+		"no eval": {fitPairs: path, load: "x", val: true},
+		"all":     {fitPairs: path, load: "x", val: true, evalN: 30},
+	} {
+		_, err := pairWeights(bad, net, val, &record{})
+		assert.Error(t, err, name)
+	}
 }

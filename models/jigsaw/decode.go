@@ -61,6 +61,10 @@ type Decoder struct {
 	// each from the climbed M(g) with a stream of its own; the arrangement
 	// with the highest E wins (0 or 1: one run).
 	Restarts int `json:",omitempty"`
+	// Pair, if not nil, replaces the network's compatibilities c by fitted
+	// ones (Net.FitPairs); it needs Pairwise > 0, and then no edge
+	// matching. It is not part of the JSON form.
+	Pair *PairWeights `json:"-"`
 	// Seed seeds the annealing; run r of puzzle b uses a PCG source of
 	// (Seed, b + r·2⁴⁰), so the result does not depend on GOMAXPROCS.
 	Seed uint64
@@ -92,12 +96,25 @@ func (d Decoder) scale() float64 {
 	return 1
 }
 
+// checkDecoder validates d for n, fitted pair weights included.
+func (n *Net) checkDecoder(d Decoder) error {
+	if err := d.validate(n.cfg.Refine); err != nil {
+		return err
+	}
+	if d.Pair != nil {
+		return d.Pair.validate(n.grid)
+	}
+	return nil
+}
+
 func (d Decoder) validate(refine int) error {
 	start, end := d.temps()
 	switch {
 	case !(d.Pairwise >= 0) || math.IsInf(d.Pairwise, 0):
 		return fmt.Errorf("pairwise weight %v must be finite and >= 0", d.Pairwise)
-	case d.Pairwise > 0 && refine == 0:
+	case d.Pair != nil && d.Pairwise == 0:
+		return errors.New("fitted pair weights need a pairwise weight > 0")
+	case d.Pairwise > 0 && refine == 0 && d.Pair == nil:
 		return errors.New("a pairwise weight needs a network with edge matching (Config.Refine > 0)")
 	case !(d.Seam >= 0) || math.IsInf(d.Seam, 0):
 		return fmt.Errorf("seam weight %v must be finite and >= 0", d.Seam)
@@ -119,7 +136,7 @@ func (d Decoder) validate(refine int) error {
 // says: pred[b][i] is the predicted position of scrambled piece i of puzzle
 // b. The result does not depend on GOMAXPROCS.
 func (n *Net) SolveWith(z *Puzzles, d Decoder) ([]perm.Perm, error) {
-	if err := d.validate(n.cfg.Refine); err != nil {
+	if err := n.checkDecoder(d); err != nil {
 		return nil, fmt.Errorf("jigsaw: SolveWith: %w", err)
 	}
 	if z.Len() >= maxPuzzles {
@@ -218,7 +235,10 @@ func (n *Net) pairTables(h, v []float64, scrambled []float64, d Decoder) (scale 
 	clear(v)
 	scale = d.scale()
 	mu := d.Seam / scale
-	if d.Pairwise > 0 {
+	switch {
+	case d.Pair != nil:
+		d.Pair.weightTables(n.grid, h, v, scrambled)
+	case d.Pairwise > 0:
 		n.edgeTables(h, v, scrambled)
 	}
 	if d.Seam > 0 {
@@ -473,7 +493,7 @@ type SearchGap struct {
 // least as high, yet is wrong, is a failure of the score, which more search
 // cannot mend. Scores within 1e-9 of each other (relative) count as equal.
 func (n *Net) SearchGap(z *Puzzles, preds []perm.Perm, d Decoder) (SearchGap, error) {
-	if err := d.validate(n.cfg.Refine); err != nil {
+	if err := n.checkDecoder(d); err != nil {
 		return SearchGap{}, fmt.Errorf("jigsaw: SearchGap: %w", err)
 	}
 	if d.Pairwise == 0 && d.Seam == 0 {

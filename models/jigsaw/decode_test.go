@@ -311,6 +311,14 @@ func smoothPuzzles(t *testing.T, n int) (*Net, *Puzzles) {
 	net, err := New(cfg, 1)
 	require.NoError(t, err)
 	rng := rand.New(rand.NewPCG(6, 6))
+	z, err := MakePuzzles(net.Grid(), smoothImages(rng, n), nil, rng)
+	require.NoError(t, err)
+	return net, z
+}
+
+// smoothImages returns n grey 12 × 12 images, each a sum of three random
+// waves of 0.1 to 0.3 radians per pixel.
+func smoothImages(rng *rand.Rand, n int) []float64 {
 	imgs := make([]float64, n*12*12)
 	for b := range n {
 		var a, fy, fx, ph [3]float64
@@ -327,9 +335,7 @@ func smoothPuzzles(t *testing.T, n int) (*Net, *Puzzles) {
 			}
 		}
 	}
-	z, err := MakePuzzles(net.Grid(), imgs, nil, rng)
-	require.NoError(t, err)
-	return net, z
+	return imgs
 }
 
 // TestSearchGap checks the split of the decoder's failures on three cases

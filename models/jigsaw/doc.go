@@ -61,7 +61,10 @@
 // annealing from M(g), optionally restarted. Net.SearchGap tells the two
 // causes of a wrong decoded puzzle apart: the search stopped below the
 // true arrangement's score, or the score ranks a wrong arrangement at
-// least as high as the truth, which no search can mend.
+// least as high as the truth, which no search can mend. Against the
+// latter, Net.FitPairs fits the compatibility matrices to the hard score
+// itself (a structured hinge loss over held-out puzzles, the network left
+// as it is), and Decoder.Pair decodes with them.
 //
 // # Training
 //

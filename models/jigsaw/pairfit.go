@@ -1,0 +1,418 @@
+package jigsaw
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"os"
+	"runtime"
+	"sync"
+
+	"gonum.org/v1/gonum/mat"
+
+	"github.com/permlab/permlab/ad"
+	"github.com/permlab/permlab/ad/optim"
+	"github.com/permlab/permlab/perm"
+	"github.com/permlab/permlab/relax"
+)
+
+// PairWeights are compatibility matrices for the decoder fitted to its hard
+// score (Net.FitPairs), in place of the network's own: with b_d(i) the
+// border strip of piece i on side d, of depth Depth,
+//
+//	c_h(i, j) = b_right(i)ᵀ H b_left(j),   c_v(i, j) = b_bottom(i)ᵀ V b_top(j),
+//
+// for piece j right of (below) piece i. The network's compatibilities are
+// of this form with H = M_right + M_leftᵀ and V = M_bottom + M_topᵀ
+// (Net.PairWeights).
+type PairWeights struct {
+	// Depth is the number of pixel rows in a strip.
+	Depth int
+	// LenH and LenV are the lengths of the strips H and V act on (left and
+	// right strips for H, top and bottom for V); H is LenH × LenH and V
+	// LenV × LenV, row-major.
+	LenH, LenV int
+	H, V       []float64
+}
+
+// validate checks w against the pieces of grid g.
+func (w *PairWeights) validate(g Grid) error {
+	switch {
+	case w.Depth < 1 || w.Depth > min(g.PieceH, g.PieceW):
+		return fmt.Errorf("pair weights: strip depth %d for %d × %d pieces", w.Depth, g.PieceH, g.PieceW)
+	case w.LenH != stripLen(g, w.Depth, 2) || w.LenV != stripLen(g, w.Depth, 0):
+		return fmt.Errorf("pair weights: strips of %d and %d values, the pieces give %d and %d", w.LenH, w.LenV, stripLen(g, w.Depth, 2), stripLen(g, w.Depth, 0))
+	case len(w.H) != w.LenH*w.LenH || len(w.V) != w.LenV*w.LenV:
+		return fmt.Errorf("pair weights: %d and %d matrix entries, want %d and %d", len(w.H), len(w.V), w.LenH*w.LenH, w.LenV*w.LenV)
+	}
+	for _, x := range w.H {
+		if math.IsNaN(x) || math.IsInf(x, 0) {
+			return errors.New("pair weights: H holds a value that is not finite")
+		}
+	}
+	for _, x := range w.V {
+		if math.IsNaN(x) || math.IsInf(x, 0) {
+			return errors.New("pair weights: V holds a value that is not finite")
+		}
+	}
+	return nil
+}
+
+// PairWeights returns the network's own compatibilities as PairWeights
+// (H = M_right + M_leftᵀ, V = M_bottom + M_topᵀ): decoding with them
+// scores every arrangement as decoding without them does, up to rounding.
+// It needs a network with edge matching (Config.Refine > 0).
+func (n *Net) PairWeights() (*PairWeights, error) {
+	if n.cfg.Refine == 0 {
+		return nil, errors.New("jigsaw: PairWeights: the network has no edge matching (Config.Refine = 0)")
+	}
+	depth := n.cfg.edgeDepth()
+	w := &PairWeights{Depth: depth, LenH: stripLen(n.grid, depth, 2), LenV: stripLen(n.grid, depth, 0)}
+	sum := func(a, b *ad.Param, l int) []float64 {
+		out := make([]float64, l*l)
+		for r := range l {
+			for c := range l {
+				out[r*l+c] = a.Value.Data[r*l+c] + b.Value.Data[c*l+r]
+			}
+		}
+		return out
+	}
+	w.H = sum(n.edges[3], n.edges[2], w.LenH)
+	w.V = sum(n.edges[1], n.edges[0], w.LenV)
+	return w, nil
+}
+
+// weightTables fills h and v with c_h and c_v of w for the pieces of one
+// scrambled puzzle.
+func (w *PairWeights) weightTables(g Grid, h, v, scrambled []float64) {
+	nn2 := g.N()
+	st := strips(g, scrambled, 1, w.Depth)
+	fill := func(dst []float64, m []float64, from, to *ad.Tensor, l int) {
+		// a[i] = b_from(i)ᵀ m.
+		a := make([]float64, nn2*l)
+		for i := range nn2 {
+			out := a[i*l : (i+1)*l]
+			for k, x := range from.Data[i*l : (i+1)*l] {
+				for c, mkc := range m[k*l : (k+1)*l] {
+					out[c] += x * mkc
+				}
+			}
+		}
+		for i := range nn2 {
+			ai := a[i*l : (i+1)*l]
+			for j := range nn2 {
+				s := 0.0
+				for k, y := range to.Data[j*l : (j+1)*l] {
+					s += ai[k] * y
+				}
+				dst[i*nn2+j] = s
+			}
+		}
+	}
+	fill(h, w.H, st[3], st[2], w.LenH)
+	fill(v, w.V, st[1], st[0], w.LenV)
+}
+
+// FitConfig says how Net.FitPairs fits PairWeights.
+type FitConfig struct {
+	// Epochs is the number of passes over the puzzles.
+	Epochs int
+	// Batch is the number of puzzles per Adam step.
+	Batch int
+	// LR is Adam's learning rate.
+	LR float64
+	// Anneal is the number of annealing proposals of each loss-augmented
+	// decoding (0: pair swaps only).
+	Anneal int
+	// Seed seeds the shuffling and the annealing.
+	Seed uint64
+}
+
+func (c FitConfig) validate() error {
+	switch {
+	case c.Epochs < 1:
+		return fmt.Errorf("epochs %d must be >= 1", c.Epochs)
+	case c.Batch < 1:
+		return fmt.Errorf("batch %d must be >= 1", c.Batch)
+	case !(c.LR > 0) || math.IsInf(c.LR, 0):
+		return fmt.Errorf("learning rate %v must be finite and > 0", c.LR)
+	case c.Anneal < 0:
+		return fmt.Errorf("anneal %d must be >= 0", c.Anneal)
+	}
+	return nil
+}
+
+// FitProgress reports one epoch of Net.FitPairs: the mean structured hinge
+// loss over its puzzles (see FitPairs) and the share of puzzles whose
+// loss-augmented decoding returned the truth (hinge 0).
+type FitProgress struct {
+	Epoch     int
+	Hinge     float64
+	AtTruth   float64
+	Puzzles   int
+	StepsDone int
+}
+
+// FitPairs fits the compatibility matrices of the decoder d to its hard
+// score on the puzzles z, starting from start (nil: the network's own,
+// Net.PairWeights), and returns them; the network itself is not changed.
+// It minimises the structured hinge loss (margin rescaling)
+//
+//	ℓ(H, V) = mean over puzzles of max_σ [E(σ) + Δ(σ, σ*)] − E(σ*),
+//
+// with E the score of d with c from H and V (see Decoder), σ* the true
+// arrangement and Δ the number of positions whose piece differs, in its
+// pixels, from the true one (identical pieces may trade places). The max
+// is searched as SolveWith searches E, with Δ added to the logits and
+// fc.Anneal proposals; where the search ends below E(σ*) the puzzle counts
+// as at the truth. Its subgradient is λ times the difference of the strip
+// outer products Σ b_right(i) b_left(j)ᵀ (and bottom, top) over the
+// neighbours of the two arrangements; Adam takes the steps. Puzzles are
+// visited in an order shuffled by fc.Seed; each decoding has its own
+// random stream, so the result does not depend on GOMAXPROCS. progress,
+// if not nil, is called after every epoch.
+func (n *Net) FitPairs(z *Puzzles, d Decoder, start *PairWeights, fc FitConfig, progress func(FitProgress)) (*PairWeights, error) {
+	if err := fc.validate(); err != nil {
+		return nil, fmt.Errorf("jigsaw: FitPairs: %w", err)
+	}
+	if d.Pairwise <= 0 {
+		return nil, errors.New("jigsaw: FitPairs: the decoder needs a pairwise weight > 0")
+	}
+	if start == nil {
+		var err error
+		if start, err = n.PairWeights(); err != nil {
+			return nil, fmt.Errorf("jigsaw: FitPairs: %w", err)
+		}
+	}
+	d.Pair, d.Anneal, d.Restarts = start, fc.Anneal, 0
+	if err := n.checkDecoder(d); err != nil {
+		return nil, fmt.Errorf("jigsaw: FitPairs: %w", err)
+	}
+	if z.Len() == 0 || z.Len() >= maxPuzzles {
+		return nil, fmt.Errorf("jigsaw: FitPairs: %d puzzles, want 1 to %d", z.Len(), maxPuzzles-1)
+	}
+	logits, err := n.LogitMatrices(z)
+	if err != nil {
+		return nil, err
+	}
+	ms := make([]mat.Matrix, len(logits))
+	for i, g := range logits {
+		ms[i] = g
+	}
+	inits, err := relax.MatchingBatch(ms)
+	if err != nil {
+		return nil, fmt.Errorf("jigsaw: FitPairs: %w", err)
+	}
+	w := &PairWeights{Depth: start.Depth, LenH: start.LenH, LenV: start.LenV,
+		H: append([]float64(nil), start.H...), V: append([]float64(nil), start.V...)}
+	ph := ad.NewParam("pair.h", &ad.Tensor{Shape: []int{w.LenH, w.LenH}, Data: w.H})
+	pv := ad.NewParam("pair.v", &ad.Tensor{Shape: []int{w.LenV, w.LenV}, Data: w.V})
+	opt, err := optim.NewAdam([]*ad.Param{ph, pv})
+	if err != nil {
+		return nil, err
+	}
+	d.Pair = w
+	nn2, ps := n.grid.N(), n.grid.PieceSize()
+	rng := rand.New(rand.NewPCG(fc.Seed, 0x70616972)) // "pair"
+	order := make([]int, z.Len())
+	for i := range order {
+		order[i] = i
+	}
+	// Per puzzle of a batch: its gradient of H and V, hinge, and whether
+	// the search ended at the truth.
+	type result struct {
+		gh, gv []float64
+		hinge  float64
+		truth  bool
+	}
+	steps := 0
+	for epoch := range fc.Epochs {
+		rng.Shuffle(len(order), func(i, j int) { order[i], order[j] = order[j], order[i] })
+		d.Seed = rng.Uint64() // the annealing streams of this epoch
+		var sumHinge float64
+		atTruth := 0
+		for b0 := 0; b0 < len(order); b0 += fc.Batch {
+			batch := order[b0:min(b0+fc.Batch, len(order))]
+			res := make([]result, len(batch))
+			var wg sync.WaitGroup
+			workers := min(runtime.GOMAXPROCS(0), len(batch))
+			for k := range workers {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					s := newArranger(n.grid.P)
+					u := make([]float64, nn2*nn2)
+					for t := k; t < len(batch); t += workers {
+						b := batch[t]
+						scr := z.Scrambled[b*nn2*ps : (b+1)*nn2*ps]
+						n.pairTables(s.h, s.v, scr, d)
+						g := logits[b].RawMatrix().Data
+						// Loss augmentation: +1 for every position whose
+						// true piece differs from the piece put there.
+						copy(u, g)
+						addMargin(u, z, b)
+						pred := append(perm.Perm(nil), inits[b]...)
+						s.decode(pred, u, d, uint64(b))
+						s.u = u
+						s.place(pred)
+						aug := s.energy()
+						s.u = g
+						s.place(z.Perms[b])
+						truthE := s.energy()
+						r := result{gh: make([]float64, len(w.H)), gv: make([]float64, len(w.V))}
+						if aug <= truthE {
+							r.truth = true
+						} else {
+							r.hinge = aug - truthE
+							st := strips(n.grid, scr, 1, w.Depth)
+							lam := d.Pairwise
+							outer(r.gh, r.gv, n.grid.P, pred, st, lam)
+							outer(r.gh, r.gv, n.grid.P, z.Perms[b], st, -lam)
+						}
+						res[t] = r
+					}
+				}()
+			}
+			wg.Wait()
+			ph.ZeroGrad()
+			pv.ZeroGrad()
+			scale := 1 / float64(len(batch))
+			for _, r := range res {
+				for i, x := range r.gh {
+					ph.Grad.Data[i] += scale * x
+				}
+				for i, x := range r.gv {
+					pv.Grad.Data[i] += scale * x
+				}
+				sumHinge += r.hinge
+				if r.truth {
+					atTruth++
+				}
+			}
+			if err := opt.Step(fc.LR); err != nil {
+				return nil, fmt.Errorf("jigsaw: FitPairs: %w", err)
+			}
+			steps++
+		}
+		if progress != nil {
+			progress(FitProgress{Epoch: epoch + 1, Hinge: sumHinge / float64(len(order)),
+				AtTruth: float64(atTruth) / float64(len(order)), Puzzles: len(order), StepsDone: steps})
+		}
+	}
+	if err := w.validate(n.grid); err != nil {
+		return nil, fmt.Errorf("jigsaw: FitPairs: the fit diverged: %w", err)
+	}
+	return w, nil
+}
+
+// addMargin adds to the unary scores u (u[i*N+q] for scrambled piece i at
+// position q) of puzzle b of z one for every position q whose true piece
+// differs in its pixels from piece i.
+func addMargin(u []float64, z *Puzzles, b int) {
+	nn2, ps := z.Grid.N(), z.Grid.PieceSize()
+	scr := z.Scrambled[b*nn2*ps : (b+1)*nn2*ps]
+	tru := z.Pieces[b*nn2*ps : (b+1)*nn2*ps]
+	for i := range nn2 {
+		pi := scr[i*ps : (i+1)*ps]
+		for q := range nn2 {
+			pq := tru[q*ps : (q+1)*ps]
+			for k, x := range pi {
+				if x != pq[k] {
+					u[i*nn2+q]++
+					break
+				}
+			}
+		}
+	}
+}
+
+// outer adds sign times the features of arrangement pred (piece →
+// position) to gh and gv: Σ b_right(i) b_left(j)ᵀ over the pieces i, j side
+// by side, and Σ b_bottom(i) b_top(j)ᵀ over those one above the other.
+func outer(gh, gv []float64, p int, pred perm.Perm, st [4]*ad.Tensor, sign float64) {
+	n := p * p
+	at := make([]int, n)
+	for i, q := range pred {
+		at[q] = i
+	}
+	add := func(dst []float64, from, to *ad.Tensor, i, j int) {
+		l := from.Shape[2]
+		a, c := from.Data[i*l:(i+1)*l], to.Data[j*l:(j+1)*l]
+		for r, x := range a {
+			if x == 0 {
+				continue
+			}
+			row := dst[r*l : (r+1)*l]
+			for k, y := range c {
+				row[k] += sign * x * y
+			}
+		}
+	}
+	for q := range n {
+		if q%p < p-1 {
+			add(gh, st[3], st[2], at[q], at[q+1])
+		}
+		if q/p < p-1 {
+			add(gv, st[1], st[0], at[q], at[q+p])
+		}
+	}
+}
+
+// pairsFile is the JSON form of PairWeights on disk.
+type pairsFile struct {
+	Format  string    `json:"format"`
+	Version int       `json:"version"`
+	Depth   int       `json:"depth"`
+	LenH    int       `json:"len_h"`
+	LenV    int       `json:"len_v"`
+	H       []float64 `json:"h"`
+	V       []float64 `json:"v"`
+}
+
+const (
+	pairsFormat  = "permlab-jigsaw-pair-weights"
+	pairsVersion = 1
+)
+
+// SavePairsFile writes w to path as JSON (format
+// "permlab-jigsaw-pair-weights", version 1: depth, len_h, len_v and the
+// row-major matrices h and v).
+func SavePairsFile(path string, w *PairWeights) error {
+	b, err := json.MarshalIndent(pairsFile{Format: pairsFormat, Version: pairsVersion, Depth: w.Depth,
+		LenH: w.LenH, LenV: w.LenV, H: w.H, V: w.V}, "", " ")
+	if err != nil {
+		return fmt.Errorf("jigsaw: SavePairsFile: %w", err)
+	}
+	if err := os.WriteFile(path, append(b, '\n'), 0o644); err != nil {
+		return fmt.Errorf("jigsaw: SavePairsFile: %w", err)
+	}
+	return nil
+}
+
+// LoadPairsFile reads pair weights written by SavePairsFile. A file of
+// another format or version, or with matrices of the wrong size, is an
+// error; whether they fit a network is checked when they decode.
+func LoadPairsFile(path string) (*PairWeights, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("jigsaw: LoadPairsFile: %w", err)
+	}
+	var f pairsFile
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&f); err != nil {
+		return nil, fmt.Errorf("jigsaw: LoadPairsFile: %s: %w", path, err)
+	}
+	switch {
+	case f.Format != pairsFormat:
+		return nil, fmt.Errorf("jigsaw: LoadPairsFile: %s: format %q, want %q", path, f.Format, pairsFormat)
+	case f.Version != pairsVersion:
+		return nil, fmt.Errorf("jigsaw: LoadPairsFile: %s: version %d, this build reads %d", path, f.Version, pairsVersion)
+	case f.Depth < 1 || f.LenH < 1 || f.LenV < 1 || len(f.H) != f.LenH*f.LenH || len(f.V) != f.LenV*f.LenV:
+		return nil, fmt.Errorf("jigsaw: LoadPairsFile: %s: depth %d, matrices of %d and %d entries for strips of %d and %d", path, f.Depth, len(f.H), len(f.V), f.LenH, f.LenV)
+	}
+	return &PairWeights{Depth: f.Depth, LenH: f.LenH, LenV: f.LenV, H: f.H, V: f.V}, nil
+}
