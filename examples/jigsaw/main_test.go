@@ -142,6 +142,9 @@ func TestRecordsRoundTrip(t *testing.T) {
 	assert.Contains(t, formatTable(recs), "| decoder: pairwise weight, annealing proposals, minutes | - | - | 5, 400000, 1.5 | - | - |")
 	recs[2].Decoder = &jigsaw.Decoder{Seam: 2, Anneal: 1000}
 	assert.Contains(t, formatTable(recs), "| decoder: pairwise weight, seam weight, annealing proposals, minutes | 0, 2, 1000, 0.0 | - | 5, 0, 400000, 1.5 | - | - |")
+	assert.NotContains(t, formatTable(recs), "fitted")
+	recs[4].Pairs = filepath.Join("results", "pairs", "p4.json")
+	assert.Contains(t, formatTable(recs), "| decoder: fitted compatibilities | - | - | p4.json | - | - |")
 }
 
 func TestParseSizes(t *testing.T) {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -204,6 +205,23 @@ func formatTable(recs map[int]*record) string {
 			}
 		}
 		b.WriteString("\n")
+		// Fitted compatibilities (-pairs) get a row of their own, only
+		// where a record uses them.
+		hasPairs := false
+		for _, r := range recs {
+			hasPairs = hasPairs || r.Pairs != ""
+		}
+		if hasPairs {
+			b.WriteString("| decoder: fitted compatibilities |")
+			for _, p := range tableSizes {
+				if r, ok := recs[p]; ok && r.Pairs != "" {
+					fmt.Fprintf(&b, " %s |", filepath.Base(r.Pairs))
+				} else {
+					b.WriteString(" - |")
+				}
+			}
+			b.WriteString("\n")
+		}
 	}
 	return b.String()
 }
