@@ -42,8 +42,14 @@
 // other proposals for the same puzzles (to measure the annealing's noise).
 // Each such run also reports how many wrong puzzles the score itself ranks
 // above the truth, which no search can mend (jigsaw.Net.SearchGap).
+// Against those, -fit-pairs FILE fits the decoder's compatibility matrices
+// to its hard score on the validation images after the first -eval, saves
+// them and evaluates the first -eval with them; -pairs FILE decodes with
+// saved ones (our best at 6 × 6):
 //
-// (see jigsaw.Decoder and models/jigsaw/README.md).
+//	go run ./examples/jigsaw -mnist DIR -p 6 -load NET.gob -val -eval 2000 -pairwise 3 -anneal 1600000 -fit-pairs /tmp/pairs.json
+//
+// (see jigsaw.Decoder, jigsaw.Net.FitPairs and models/jigsaw/README.md).
 package main
 
 import (
