@@ -142,9 +142,26 @@ func (n *Net) SolveWith(z *Puzzles, d Decoder) ([]perm.Perm, error) {
 	if z.Len() >= maxPuzzles {
 		return nil, fmt.Errorf("jigsaw: SolveWith: %d puzzles, at most %d in one call", z.Len(), maxPuzzles-1)
 	}
+	logits, preds, err := n.logitsAndMatching(z)
+	if err != nil {
+		return nil, fmt.Errorf("jigsaw: SolveWith: %w", err)
+	}
+	if d.Pairwise == 0 && d.Seam == 0 {
+		return preds, nil
+	}
+	n.eachPuzzle(len(preds), func(s *arranger, b int) {
+		n.pairTables(s.h, s.v, n.scrambledOf(z, b), d)
+		s.decode(preds[b], logits[b].RawMatrix().Data, d, uint64(b))
+	})
+	return preds, nil
+}
+
+// logitsAndMatching returns the logits g of every puzzle of z and their
+// linear assignments M(g).
+func (n *Net) logitsAndMatching(z *Puzzles) ([]*mat.Dense, []perm.Perm, error) {
 	logits, err := n.LogitMatrices(z)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	ms := make([]mat.Matrix, len(logits))
 	for i, g := range logits {
@@ -152,27 +169,34 @@ func (n *Net) SolveWith(z *Puzzles, d Decoder) ([]perm.Perm, error) {
 	}
 	preds, err := relax.MatchingBatch(ms)
 	if err != nil {
-		return nil, fmt.Errorf("jigsaw: SolveWith: %w", err)
+		return nil, nil, err
 	}
-	if d.Pairwise == 0 && d.Seam == 0 {
-		return preds, nil
-	}
-	nn2, ps := n.grid.N(), n.grid.PieceSize()
+	return logits, preds, nil
+}
+
+// eachPuzzle calls fn(s, k) for k = 0, …, count−1 on up to GOMAXPROCS
+// goroutines, each with an arranger of its own. fn must write only what
+// belongs to k, so the result does not depend on GOMAXPROCS.
+func (n *Net) eachPuzzle(count int, fn func(s *arranger, k int)) {
 	var wg sync.WaitGroup
-	workers := min(runtime.GOMAXPROCS(0), len(preds))
+	workers := min(runtime.GOMAXPROCS(0), count)
 	for w := range workers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			s := newArranger(n.grid.P)
-			for b := w; b < len(preds); b += workers {
-				n.pairTables(s.h, s.v, z.Scrambled[b*nn2*ps:(b+1)*nn2*ps], d)
-				s.decode(preds[b], logits[b].RawMatrix().Data, d, uint64(b))
+			for k := w; k < count; k += workers {
+				fn(s, k)
 			}
 		}()
 	}
 	wg.Wait()
-	return preds, nil
+}
+
+// scrambledOf returns the scrambled pieces of puzzle b of z.
+func (n *Net) scrambledOf(z *Puzzles, b int) []float64 {
+	m := n.grid.N() * n.grid.PieceSize()
+	return z.Scrambled[b*m : (b+1)*m]
 }
 
 // EvaluateWith decodes every puzzle of z with d and averages the Metrics.
@@ -272,15 +296,16 @@ type arranger struct {
 	lam       float64   // scale of h and v
 	at        []int     // at[q] is the piece at position q
 	best, tmp []int
-	start     []int // the climbed M(g), where every restart begins
-	won       []int // the best arrangement over the restarts
+	start     []int     // the climbed M(g), where every restart begins
+	won       []int     // the best arrangement over the restarts
+	margin    []float64 // scratch unary scores of Net.FitPairs
 }
 
 func newArranger(p int) *arranger {
 	n := p * p
 	return &arranger{p: p, lam: 1, h: make([]float64, n*n), v: make([]float64, n*n),
 		at: make([]int, n), best: make([]int, n), tmp: make([]int, n),
-		start: make([]int, n), won: make([]int, n)}
+		start: make([]int, n), won: make([]int, n), margin: make([]float64, n*n)}
 }
 
 // decode improves pred (piece → position, M(g) on entry) in place as d says.
@@ -517,24 +542,14 @@ func (n *Net) SearchGap(z *Puzzles, preds []perm.Perm, d Decoder) (SearchGap, er
 	}
 	// decoded[b] and truth[b] are E at the two arrangements.
 	decoded, truth := make([]float64, len(preds)), make([]float64, len(preds))
-	var wg sync.WaitGroup
-	workers := min(runtime.GOMAXPROCS(0), len(preds))
-	for w := range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			s := newArranger(n.grid.P)
-			for b := w; b < len(preds); b += workers {
-				n.pairTables(s.h, s.v, z.Scrambled[b*nn2*ps:(b+1)*nn2*ps], d)
-				s.u, s.lam = logits[b].RawMatrix().Data, d.scale()
-				s.place(preds[b])
-				decoded[b] = s.energy()
-				s.place(z.Perms[b])
-				truth[b] = s.energy()
-			}
-		}()
-	}
-	wg.Wait()
+	n.eachPuzzle(len(preds), func(s *arranger, b int) {
+		n.pairTables(s.h, s.v, n.scrambledOf(z, b), d)
+		s.u, s.lam = logits[b].RawMatrix().Data, d.scale()
+		s.place(preds[b])
+		decoded[b] = s.energy()
+		s.place(z.Perms[b])
+		truth[b] = s.energy()
+	})
 	g := SearchGap{Puzzles: len(preds)}
 	for b, p := range preds {
 		m, err := Score(p, z.Perms[b], z.Pieces[b*nn2*ps:(b+1)*nn2*ps], ps)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"gonum.org/v1/gonum/mat"
 
 	"github.com/permlab/permlab/ad"
 	"github.com/permlab/permlab/perm"
@@ -23,14 +24,32 @@ func refineNet(t *testing.T, depth, puzzles int) (*Net, *Puzzles) {
 	net, err := New(cfg, 5)
 	require.NoError(t, err)
 	rng := rand.New(rand.NewPCG(2, 9))
+	randomizeEdges(net, rng)
+	z, err := MakePuzzles(net.Grid(), randomImages(rng, puzzles, 1, 9, 9), nil, rng)
+	require.NoError(t, err)
+	return net, z
+}
+
+// energyOf returns E of d for puzzle b of z at an arrangement, computed
+// through the arranger from the logits of the puzzles.
+func energyOf(net *Net, z *Puzzles, logits []*mat.Dense, d Decoder) func(b int, pred perm.Perm) float64 {
+	s := newArranger(net.grid.P)
+	return func(b int, pred perm.Perm) float64 {
+		s.lam = net.pairTables(s.h, s.v, net.scrambledOf(z, b), d)
+		s.u = logits[b].RawMatrix().Data
+		s.place(pred)
+		return s.energy()
+	}
+}
+
+// randomizeEdges sets every entry of net's edge matrices to a standard
+// normal draw, so that its own compatibilities are arbitrary.
+func randomizeEdges(net *Net, rng *rand.Rand) {
 	for _, m := range net.edges {
 		for i := range m.Value.Data {
 			m.Value.Data[i] = rng.NormFloat64()
 		}
 	}
-	z, err := MakePuzzles(net.Grid(), randomImages(rng, puzzles, 1, 9, 9), nil, rng)
-	require.NoError(t, err)
-	return net, z
 }
 
 // TestEdgeTablesMatchRefineTerms checks the decoder's edge compatibilities
@@ -148,14 +167,7 @@ func TestSolveWith(t *testing.T) {
 	got, err := net.SolveWith(z, d)
 	require.NoError(t, err)
 	// Never below E(M(g)), whatever GOMAXPROCS.
-	nn2, ps := net.grid.N(), net.grid.PieceSize()
-	s := newArranger(net.grid.P)
-	energy := func(b int, pred perm.Perm) float64 {
-		s.lam = net.pairTables(s.h, s.v, z.Scrambled[b*nn2*ps:(b+1)*nn2*ps], d)
-		s.u = logits[b].RawMatrix().Data
-		s.place(pred)
-		return s.energy()
-	}
+	energy := energyOf(net, z, logits, d)
 	for b := range got {
 		require.NoError(t, got[b].Validate())
 		assert.GreaterOrEqual(t, energy(b, got[b]), energy(b, plain[b])-1e-9, "puzzle %d", b)
@@ -272,14 +284,7 @@ func TestRestarts(t *testing.T) {
 	d.Restarts = 6
 	many, err := net.SolveWith(z, d)
 	require.NoError(t, err)
-	nn2, ps := net.grid.N(), net.grid.PieceSize()
-	s := newArranger(net.grid.P)
-	energy := func(b int, pred perm.Perm) float64 {
-		s.lam = net.pairTables(s.h, s.v, z.Scrambled[b*nn2*ps:(b+1)*nn2*ps], d)
-		s.u = logits[b].RawMatrix().Data
-		s.place(pred)
-		return s.energy()
-	}
+	energy := energyOf(net, z, logits, d)
 	raised := 0
 	for b := range many {
 		require.NoError(t, many[b].Validate())

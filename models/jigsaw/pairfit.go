@@ -8,15 +8,10 @@ import (
 	"math"
 	"math/rand/v2"
 	"os"
-	"runtime"
-	"sync"
-
-	"gonum.org/v1/gonum/mat"
 
 	"github.com/permlab/permlab/ad"
 	"github.com/permlab/permlab/ad/optim"
 	"github.com/permlab/permlab/perm"
-	"github.com/permlab/permlab/relax"
 )
 
 // PairWeights are compatibility matrices for the decoder fitted to its hard
@@ -194,15 +189,7 @@ func (n *Net) FitPairs(z *Puzzles, d Decoder, start *PairWeights, fc FitConfig, 
 	if z.Len() == 0 || z.Len() >= maxPuzzles {
 		return nil, fmt.Errorf("jigsaw: FitPairs: %d puzzles, want 1 to %d", z.Len(), maxPuzzles-1)
 	}
-	logits, err := n.LogitMatrices(z)
-	if err != nil {
-		return nil, err
-	}
-	ms := make([]mat.Matrix, len(logits))
-	for i, g := range logits {
-		ms[i] = g
-	}
-	inits, err := relax.MatchingBatch(ms)
+	logits, inits, err := n.logitsAndMatching(z)
 	if err != nil {
 		return nil, fmt.Errorf("jigsaw: FitPairs: %w", err)
 	}
@@ -215,7 +202,6 @@ func (n *Net) FitPairs(z *Puzzles, d Decoder, start *PairWeights, fc FitConfig, 
 		return nil, err
 	}
 	d.Pair = w
-	nn2, ps := n.grid.N(), n.grid.PieceSize()
 	rng := rand.New(rand.NewPCG(fc.Seed, 0x70616972)) // "pair"
 	order := make([]int, z.Len())
 	for i := range order {
@@ -237,46 +223,35 @@ func (n *Net) FitPairs(z *Puzzles, d Decoder, start *PairWeights, fc FitConfig, 
 		for b0 := 0; b0 < len(order); b0 += fc.Batch {
 			batch := order[b0:min(b0+fc.Batch, len(order))]
 			res := make([]result, len(batch))
-			var wg sync.WaitGroup
-			workers := min(runtime.GOMAXPROCS(0), len(batch))
-			for k := range workers {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					s := newArranger(n.grid.P)
-					u := make([]float64, nn2*nn2)
-					for t := k; t < len(batch); t += workers {
-						b := batch[t]
-						scr := z.Scrambled[b*nn2*ps : (b+1)*nn2*ps]
-						n.pairTables(s.h, s.v, scr, d)
-						g := logits[b].RawMatrix().Data
-						// Loss augmentation: +1 for every position whose
-						// true piece differs from the piece put there.
-						copy(u, g)
-						addMargin(u, z, b)
-						pred := append(perm.Perm(nil), inits[b]...)
-						s.decode(pred, u, d, uint64(b))
-						s.u = u
-						s.place(pred)
-						aug := s.energy()
-						s.u = g
-						s.place(z.Perms[b])
-						truthE := s.energy()
-						r := result{gh: make([]float64, len(w.H)), gv: make([]float64, len(w.V))}
-						if aug <= truthE {
-							r.truth = true
-						} else {
-							r.hinge = aug - truthE
-							st := strips(n.grid, scr, 1, w.Depth)
-							lam := d.Pairwise
-							outer(r.gh, r.gv, n.grid.P, pred, st, lam)
-							outer(r.gh, r.gv, n.grid.P, z.Perms[b], st, -lam)
-						}
-						res[t] = r
-					}
-				}()
-			}
-			wg.Wait()
+			n.eachPuzzle(len(batch), func(s *arranger, t int) {
+				b := batch[t]
+				scr := n.scrambledOf(z, b)
+				n.pairTables(s.h, s.v, scr, d)
+				g := logits[b].RawMatrix().Data
+				// Loss augmentation: +1 for every position whose true
+				// piece differs from the piece put there.
+				u := s.margin
+				copy(u, g)
+				addMargin(u, z, b)
+				pred := append(perm.Perm(nil), inits[b]...)
+				s.decode(pred, u, d, uint64(b))
+				s.u = u
+				s.place(pred)
+				aug := s.energy()
+				s.u = g
+				s.place(z.Perms[b])
+				truthE := s.energy()
+				r := result{gh: make([]float64, len(w.H)), gv: make([]float64, len(w.V))}
+				if aug <= truthE {
+					r.truth = true
+				} else {
+					r.hinge = aug - truthE
+					st := strips(n.grid, scr, 1, w.Depth)
+					outer(r.gh, r.gv, n.grid.P, pred, st, d.Pairwise)
+					outer(r.gh, r.gv, n.grid.P, z.Perms[b], st, -d.Pairwise)
+				}
+				res[t] = r
+			})
 			ph.ZeroGrad()
 			pv.ZeroGrad()
 			scale := 1 / float64(len(batch))

@@ -48,12 +48,7 @@ func fitNet(t *testing.T) *Net {
 	cfg.P, cfg.Height, cfg.Width, cfg.Refine = 3, 12, 12, 1
 	net, err := New(cfg, 3)
 	require.NoError(t, err)
-	rng := rand.New(rand.NewPCG(4, 4))
-	for _, m := range net.edges {
-		for i := range m.Value.Data {
-			m.Value.Data[i] = rng.NormFloat64()
-		}
-	}
+	randomizeEdges(net, rand.New(rand.NewPCG(4, 4)))
 	return net
 }
 
