@@ -56,16 +56,15 @@ func gemmNN32(m, n, k int, a, b, c []float64, acc, par bool) {
 }
 
 // gemmNT32 sets (or adds to) c = a·bᵀ in float32, for a m×k, b n×k and c
-// m×n: b is transposed into scratch (in float64, by f64's register
-// transposes), then packed.
+// m×n: the panels of bᵀ are packed straight from b (f32.PackPanelsTrans
+// rounds and transposes 4×4 blocks in registers), the same float32
+// entries a transposed copy would give.
 func gemmNT32(m, n, k int, a, b, c []float64, acc, par bool) {
 	if m == 0 || n == 0 {
 		return
 	}
 	s := mm32Pool.Get().(*mm32Scratch)
-	bt := s.trans(k * n)
-	transposeInto(bt, b[:n*k], n, k, par && !serial(m, n, k, par))
-	product32(s, m, n, k, a[:m*k], bt, c, acc, par)
+	productPacked32(s, m, n, k, a[:m*k], b[:n*k], c, acc, par, f32.PackPanelsTrans)
 	mm32Pool.Put(s)
 }
 
@@ -91,13 +90,20 @@ func gemmTN32(m, n, k int, a, b, c []float64, acc, par bool) {
 // entry is computed by one kernel call, so the bits do not depend on the
 // split.
 func product32(s *mm32Scratch, m, n, k int, a, b, c []float64, acc, par bool) {
+	productPacked32(s, m, n, k, a, b, c, acc, par, f32.PackPanels)
+}
+
+// productPacked32 is product32 with the panels of the right factor filled
+// by pack from b, which holds that factor (f32.PackPanels) or its
+// transpose (f32.PackPanelsTrans).
+func productPacked32(s *mm32Scratch, m, n, k int, a, b, c []float64, acc, par bool, pack func(*f32.Packed, []float64, int, int)) {
 	l := f32.PrepareLeft(s.left, m, k)
 	p := f32.Prepare(s.packed, k, n)
 	s.left, s.packed = l, p
 	nb, np := l.Blocks(), p.Panels()
 	if serial(m, n, k, par) {
 		f32.PackLeft(l, a, 0, nb)
-		f32.PackPanels(p, b, 0, np)
+		pack(p, b, 0, np)
 		f32.Gemm(l, 0, nb, p, 0, np, c, acc)
 		return
 	}
@@ -111,14 +117,14 @@ func product32(s *mm32Scratch, m, n, k int, a, b, c []float64, acc, par bool) {
 	if nrb == 1 || nq >= 2*workers {
 		parallelFor(nq, func(t int) {
 			q0, q1 := t*qb, min((t+1)*qb, np)
-			f32.PackPanels(p, b, q0, q1)
+			pack(p, b, q0, q1)
 			for b0 := 0; b0 < nb; b0 += bb {
 				f32.Gemm(l, b0, min(b0+bb, nb), p, q0, q1, c, acc)
 			}
 		})
 		return
 	}
-	parallelFor(nq, func(t int) { f32.PackPanels(p, b, t*qb, min((t+1)*qb, np)) })
+	parallelFor(nq, func(t int) { pack(p, b, t*qb, min((t+1)*qb, np)) })
 	parallelFor(nrb*nq, func(t int) {
 		b0, q0 := (t/nq)*bb, (t%nq)*qb
 		f32.Gemm(l, b0, min(b0+bb, nb), p, q0, min(q0+qb, np), c, acc)

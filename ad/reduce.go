@@ -3,6 +3,8 @@ package ad
 import (
 	"math"
 	"runtime"
+
+	"github.com/permlab/permlab/internal/f64"
 )
 
 // Sum returns the sum of all elements of x as a scalar.
@@ -72,6 +74,10 @@ func dropAxis(shape []int, axis int) []int {
 
 type reduceKind uint8
 
+// lseRow is the longest contiguous row LogSumExp computes in a buffer on
+// the stack.
+const lseRow = 32
+
 const (
 	redSum reduceKind = iota
 	redMean
@@ -109,8 +115,23 @@ func reduceAxis(op string, kind reduceKind, x *Var, axis int) *Var {
 				return
 			}
 			s := 0.0
-			for k := 0; k < n; k++ {
-				s += math.Exp(x.val[base+k*inner] - m)
+			if inner == 1 && n <= lseRow {
+				// A short contiguous row (the classes of a categorical)
+				// has its terms computed four at a time by f64.Exp, which
+				// gives math.Exp's bits.
+				var buf [lseRow]float64
+				row := buf[:n]
+				for k, v := range x.val[base : base+n] {
+					row[k] = v - m
+				}
+				f64.Exp(row, row)
+				for _, e := range row {
+					s += e
+				}
+			} else {
+				for k := 0; k < n; k++ {
+					s += math.Exp(x.val[base+k*inner] - m)
+				}
 			}
 			y.val[r] = m + math.Log(s)
 			return
@@ -208,9 +229,24 @@ func softmaxOp(op string, x *Var, axis int, logOut bool) *Var {
 		for k := 0; k < n; k++ {
 			m = max(m, x.val[base+k*inner])
 		}
+		// The terms e^(x−m) are kept in y's entries, where the output
+		// goes, so each is computed once; a contiguous row has them
+		// computed four at a time by f64.Exp, which gives math.Exp's bits.
+		if inner == 1 {
+			row := y.val[base : base+n]
+			for k, v := range x.val[base : base+n] {
+				row[k] = v - m
+			}
+			f64.Exp(row, row)
+		} else {
+			for k := 0; k < n; k++ {
+				j := base + k*inner
+				y.val[j] = math.Exp(x.val[j] - m)
+			}
+		}
 		s := 0.0
 		for k := 0; k < n; k++ {
-			s += math.Exp(x.val[base+k*inner] - m)
+			s += y.val[base+k*inner]
 		}
 		// Subtract the maximum first: x − m is exact for nearby values,
 		// whereas x − (m + log s) loses the low bits of log s when |m| is
@@ -221,7 +257,7 @@ func softmaxOp(op string, x *Var, axis int, logOut bool) *Var {
 			if logOut {
 				y.val[j] = (x.val[j] - m) - ls
 			} else {
-				y.val[j] = math.Exp(x.val[j]-m) * inv
+				y.val[j] *= inv
 			}
 		}
 	})

@@ -28,3 +28,10 @@ func cvtAsm(n int, src *float64, dst *float32)
 //
 //go:noescape
 func packPanelsAsm(k, nq int, src *float64, lds int, dst *float32, ldp int)
+
+// packTransAsm fills rows 0 … k4−1 (k4 a multiple of four) of nq full
+// panels (ldp float32 apart) of the transpose of src, whose rows are lds
+// float64 apart: panel q holds rows 16q … 16q+15 of src as its columns.
+//
+//go:noescape
+func packTransAsm(k4, nq int, src *float64, lds int, dst *float32, ldp int)

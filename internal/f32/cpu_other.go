@@ -17,3 +17,7 @@ func cvtAsm(n int, src *float64, dst *float32) { panic("f32: no assembly on this
 func packPanelsAsm(k, nq int, src *float64, lds int, dst *float32, ldp int) {
 	panic("f32: no assembly on this architecture")
 }
+
+func packTransAsm(k4, nq int, src *float64, lds int, dst *float32, ldp int) {
+	panic("f32: no assembly on this architecture")
+}

@@ -125,6 +125,47 @@ func PackPanels(p *Packed, b []float64, q0, q1 int) {
 	}
 }
 
+// PackPanelsTrans fills panels q0 … q1−1 of p (k×n) from bt, the n×k
+// row-major transpose of the matrix p holds: panel q takes rows
+// 16q … 16q+15 of bt as its columns. The entries are those PackPanels
+// would store from the transpose of bt, without the transposed copy: 4×4
+// blocks are rounded and transposed in registers. It panics if
+// len(bt) ≠ n·k or the range is not within 0 … p.Panels().
+func PackPanelsTrans(p *Packed, bt []float64, q0, q1 int) {
+	k, n := p.k, p.n
+	if len(bt) != k*n || q0 < 0 || q1 < q0 || q1 > p.Panels() {
+		panic("f32: PackPanelsTrans: len(bt) != n·k or panels out of range")
+	}
+	if k == 0 || q0 == q1 {
+		return
+	}
+	full := min(q1, n/panelWidth) // panels q0 … full−1 are 16 wide
+	p0 := 0                       // rows of the full panels below p0 are filled
+	if useAsm && full > q0 {
+		p0 = k &^ 3
+		if p0 > 0 {
+			packTransAsm(p0, full-q0, &bt[q0*panelWidth*k], k, &p.panels[q0*panelWidth*k], panelWidth*k)
+		}
+	}
+	for q := q0; q < q1; q++ {
+		dst := p.panels[q*panelWidth*k : (q+1)*panelWidth*k]
+		c0 := q * panelWidth
+		w := min(panelWidth, n-c0)
+		r0 := 0
+		if q < full {
+			r0 = p0
+		} else if w < panelWidth {
+			clear(dst)
+		}
+		for j := range w {
+			row := bt[(c0+j)*k : (c0+j+1)*k]
+			for r := r0; r < k; r++ {
+				dst[r*panelWidth+j] = float32(row[r])
+			}
+		}
+	}
+}
+
 // Gemm sets (with acc, adds to) the entries of the m×n row-major c in row
 // blocks b0 … b1−1 of a and column panels q0 … q1−1 of b to those of the
 // product a·b, summed in float32 (see the package documentation), and

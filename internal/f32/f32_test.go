@@ -215,3 +215,43 @@ func BenchmarkGemm(b *testing.B) {
 		})
 	}
 }
+
+func TestPackPanelsTrans(t *testing.T) {
+	paths(t, func(t *testing.T) {
+		rng := rand.New(rand.NewPCG(9, 10))
+		for _, s := range [][2]int{{1, 1}, {3, 16}, {4, 16}, {8, 48}, {7, 33}, {13, 70}, {40, 15}, {256, 200}, {30, 785}} {
+			k, n := s[0], s[1]
+			bt := randVec(rng, n*k)
+			b := make([]float64, k*n)
+			for i := range n {
+				for r := range k {
+					b[r*n+i] = bt[i*k+r]
+				}
+			}
+			want := Prepare(nil, k, n)
+			PackPanels(want, b, 0, want.Panels())
+			np := want.Panels()
+			// Whole, and split into two calls at every panel; the storage
+			// is filled with junk first so that every entry must be written.
+			for split := 0; split <= np; split++ {
+				got := Prepare(nil, k, n)
+				for i := range got.panels {
+					got.panels[i] = float32(i) + 0.5
+				}
+				PackPanelsTrans(got, bt, 0, split)
+				PackPanelsTrans(got, bt, split, np)
+				for i, v := range got.panels {
+					if math.Float32bits(v) != math.Float32bits(want.panels[i]) {
+						t.Fatalf("k=%d n=%d split %d: entry %d = %v, want %v", k, n, split, i, v, want.panels[i])
+					}
+				}
+			}
+		}
+	})
+	defer func() {
+		if recover() == nil {
+			t.Error("PackPanelsTrans with the wrong length did not panic")
+		}
+	}()
+	PackPanelsTrans(Prepare(nil, 3, 5), make([]float64, 14), 0, 1)
+}

@@ -201,3 +201,76 @@ pp_panel:
 pp_done:
 	VZEROUPPER
 	RET
+
+// TRANS4 rounds the 4×4 block at rows R10, R10+BX, R10+2·BX, R10+R11 of
+// the source, columns AX … AX+3, to float32 and stores its transpose at
+// off(R9), off+64(R9), off+128(R9) and off+192(R9): column c of the block
+// becomes the four entries of panel row AX+c starting at lane off/4.
+#define TRANS4(off) \
+	LEAQ       (R10)(BX*1), R13 \
+	LEAQ       (R10)(BX*2), R14 \
+	LEAQ       (R10)(R11*1), R8 \
+	VCVTPD2PSY (R10)(AX*8), X0  \
+	VCVTPD2PSY (R13)(AX*8), X1  \
+	VCVTPD2PSY (R14)(AX*8), X2  \
+	VCVTPD2PSY (R8)(AX*8), X3   \
+	VUNPCKLPS  X1, X0, X4       \
+	VUNPCKHPS  X1, X0, X5       \
+	VUNPCKLPS  X3, X2, X6       \
+	VUNPCKHPS  X3, X2, X7       \
+	VUNPCKLPD  X6, X4, X0       \
+	VUNPCKHPD  X6, X4, X1       \
+	VUNPCKLPD  X7, X5, X2       \
+	VUNPCKHPD  X7, X5, X3       \
+	VMOVUPS    X0, off(R9)      \
+	VMOVUPS    X1, off+64(R9)   \
+	VMOVUPS    X2, off+128(R9)  \
+	VMOVUPS    X3, off+192(R9)
+
+// func packTransAsm(k4, nq int, src *float64, lds int, dst *float32, ldp int)
+// For q < nq, r < 16 and p < k4 (a multiple of four):
+// dst[q·ldp + 16p + r] = float32(src[(16q + r)·lds + p]), that is the
+// panels of the transpose of src: 4×4 blocks are rounded and transposed
+// in registers, four blocks down the sixteen rows of a panel at a time.
+TEXT ·packTransAsm(SB), NOSPLIT, $0-48
+	MOVQ  k4+0(FP), CX
+	MOVQ  nq+8(FP), DX
+	MOVQ  src+16(FP), SI
+	MOVQ  lds+24(FP), BX
+	SHLQ  $3, BX             // row stride, bytes
+	MOVQ  dst+32(FP), DI
+	MOVQ  ldp+40(FP), R15
+	SHLQ  $2, R15            // panel stride, bytes
+	LEAQ  (BX)(BX*2), R11    // three rows
+	MOVQ  BX, R12
+	SHLQ  $4, R12            // sixteen rows: the next panel's source
+	TESTQ CX, CX
+	JE    pt_done
+
+pt_panel:
+	TESTQ DX, DX
+	JE    pt_done
+	XORQ  AX, AX
+	MOVQ  DI, R9
+
+pt_cols:
+	MOVQ SI, R10
+	TRANS4(0)
+	LEAQ (R10)(BX*4), R10
+	TRANS4(16)
+	LEAQ (R10)(BX*4), R10
+	TRANS4(32)
+	LEAQ (R10)(BX*4), R10
+	TRANS4(48)
+	ADDQ $4, AX
+	ADDQ $256, R9
+	CMPQ AX, CX
+	JL   pt_cols
+	ADDQ R12, SI
+	ADDQ R15, DI
+	DECQ DX
+	JMP  pt_panel
+
+pt_done:
+	VZEROUPPER
+	RET

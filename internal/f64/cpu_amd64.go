@@ -83,3 +83,18 @@ func kern6x8(k int, a *float64, lda int, b *float64, c *float64, ldc int)
 //
 //go:noescape
 func kern6x8acc(k int, a *float64, lda int, b *float64, c *float64, ldc int)
+
+// expAsm sets dst[i] = math.Exp(x[i]) four entries at a time from i = 0,
+// stopping at the first group of four with an entry outside [−708, 708]
+// or at the last whole group, and returns the number of entries done.
+//
+//go:noescape
+func expAsm(n int, dst, x *float64) int
+
+// log1pAsm sets dst[i] = math.Log1p(x[i]) four entries at a time from
+// i = 0, stopping at the first group of four with an entry outside
+// [0, 1 − 2⁻²⁰) or at the last whole group, and returns the number of
+// entries done.
+//
+//go:noescape
+func log1pAsm(n int, dst, x *float64) int

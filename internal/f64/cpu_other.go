@@ -56,3 +56,11 @@ func kern6x8(k int, a *float64, lda int, b *float64, c *float64, ldc int) {
 func kern6x8acc(k int, a *float64, lda int, b *float64, c *float64, ldc int) {
 	panic("f64: no assembly on this architecture")
 }
+
+func expAsm(n int, dst, x *float64) int {
+	panic("f64: no assembly on this architecture")
+}
+
+func log1pAsm(n int, dst, x *float64) int {
+	panic("f64: no assembly on this architecture")
+}

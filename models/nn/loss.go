@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	"github.com/permlab/permlab/ad"
+	"github.com/permlab/permlab/internal/f64"
 )
 
 // CrossEntropy returns the mean softmax cross-entropy of logits (N, C)
@@ -112,15 +113,21 @@ func BinaryCrossEntropyWithLogits(logits, targets *ad.Var) *ad.Var {
 	// sigmoid, one exponential per entry instead of two. Rows are
 	// independent and each is summed in order, so splitting them across
 	// goroutines does not change a bit.
+	// f64.Exp and f64.Log1p give math.Exp's and math.Log1p's bits, four
+	// entries at a time where the CPU allows.
 	e := t.AllocRaw(len(x))
 	byRows(rows, d, func(r0, r1 int) {
+		lp := make([]float64, d) // log1p(e) of one row
 		for r := r0; r < r1; r++ {
+			xr, yr, er := x[r*d:(r+1)*d], y[r*d:(r+1)*d], e[r*d:(r+1)*d]
+			for k, v := range xr {
+				er[k] = -math.Abs(v)
+			}
+			f64.Exp(er, er)
+			f64.Log1p(lp, er)
 			s := 0.0
-			for k := r * d; k < (r+1)*d; k++ {
-				v := x[k]
-				ek := math.Exp(-math.Abs(v))
-				e[k] = ek
-				s += max(v, 0) - v*y[k] + math.Log1p(ek)
+			for k, v := range xr {
+				s += max(v, 0) - v*yr[k] + lp[k]
 			}
 			out[r] = s
 		}

@@ -1,0 +1,75 @@
+package f64
+
+import "math"
+
+// Exp sets dst[i] = math.Exp(x[i]) for i < len(x), with exactly the bits
+// math.Exp returns on this machine. dst may be x itself; otherwise the two
+// must not overlap. It panics if dst is shorter than x.
+//
+// On amd64 with AVX2 and FMA, where math.Exp runs its fused-multiply-add
+// assembly, the assembly here runs the same operations on four entries at
+// a time: the reduction x = k·ln 2 + r with ln 2 in two parts, the Taylor
+// polynomial of e^(r/16) squared four times, and the scaling by 2^k.
+// Entries outside [−708, 708], where math.Exp branches (overflow,
+// subnormal results, infinities, NaN), go through math.Exp itself, four at
+// a time.
+func Exp(dst, x []float64) {
+	n := len(x)
+	if len(dst) < n {
+		panic("f64: Exp: dst shorter than x")
+	}
+	i := 0
+	if useAsm {
+		i = vectorized(n, func(i int) int { return expAsm(n-i, &dst[i], &x[i]) },
+			func(j int) { dst[j] = math.Exp(x[j]) })
+	}
+	for ; i < n; i++ {
+		dst[i] = math.Exp(x[i])
+	}
+}
+
+// Log1p sets dst[i] = math.Log1p(x[i]) for i < len(x), with exactly the
+// bits math.Log1p returns. dst may be x itself; otherwise the two must not
+// overlap. It panics if dst is shorter than x.
+//
+// The assembly path covers 0 ≤ x < 1 − 2⁻²⁰, the range of e^(−|v|) in a
+// softplus or a log-sigmoid: four entries at a time it runs the operations
+// of math.Log1p's branches for that range (x − x²/2 below 2⁻²⁹, the
+// polynomial in s = f/(2+f) with f = x below √2 − 1, and with f from 1 + x
+// reduced to [√2/2, √2) and its correction term above), each rounded on its
+// own, and picks each entry's branch by mask. Other entries go through
+// math.Log1p, four at a time. It runs on amd64 with AVX2 and FMA unless the
+// build targets GOAMD64=v3 or above, where the compiler may fuse the
+// multiply-adds of math.Log1p's Go code and the bits would differ.
+func Log1p(dst, x []float64) {
+	n := len(x)
+	if len(dst) < n {
+		panic("f64: Log1p: dst shorter than x")
+	}
+	i := 0
+	if useAsm && log1pVec {
+		i = vectorized(n, func(i int) int { return log1pAsm(n-i, &dst[i], &x[i]) },
+			func(j int) { dst[j] = math.Log1p(x[j]) })
+	}
+	for ; i < n; i++ {
+		dst[i] = math.Log1p(x[i])
+	}
+}
+
+// vectorized runs a four-wide kernel over the first n − n mod 4 entries:
+// run(i) processes groups from entry i on and returns how many entries it
+// did, stopping before the first group it cannot take, which scalar(j)
+// then does entry by entry. It returns the number of entries done.
+func vectorized(n int, run func(i int) int, scalar func(j int)) int {
+	i := 0
+	for i+4 <= n {
+		i += run(i)
+		if i+4 <= n {
+			for j := i; j < i+4; j++ {
+				scalar(j)
+			}
+			i += 4
+		}
+	}
+	return i
+}
