@@ -97,6 +97,21 @@ func TestGumbelNoise(t *testing.T) {
 	assert.Error(t, err)
 }
 
+// FillGumbel draws all uniforms first and takes the logarithms over the
+// slice; every sample must still have StandardGumbel's bits from the same
+// draws, whatever the slice's length (vector groups and the tail).
+func TestFillGumbelBits(t *testing.T) {
+	for _, n := range []int{0, 1, 3, 4, 5, 7, 100_003} {
+		got := FillGumbel(make([]float64, n), rand.New(rand.NewPCG(5, 6)))
+		rng := rand.New(rand.NewPCG(5, 6))
+		for i, g := range got {
+			if w := StandardGumbel(rng); math.Float64bits(g) != math.Float64bits(w) {
+				t.Fatalf("n=%d: sample %d = %v, StandardGumbel gives %v", n, i, g, w)
+			}
+		}
+	}
+}
+
 func TestGumbelLogProbVar(t *testing.T) {
 	z := &ad.Tensor{Shape: []int{2, 3}, Data: []float64{-1, 0, 0.5, 1, 2, 4}}
 	mu := &ad.Tensor{Shape: []int{3}, Data: []float64{0.3, -0.2, 1}}

@@ -98,3 +98,11 @@ func expAsm(n int, dst, x *float64) int
 //
 //go:noescape
 func log1pAsm(n int, dst, x *float64) int
+
+// logAsm sets dst[i] = math.Log(x[i]) four entries at a time from i = 0,
+// stopping at the first group of four with an entry that is not a
+// positive normal number or at the last whole group, and returns the
+// number of entries done.
+//
+//go:noescape
+func logAsm(n int, dst, x *float64) int

@@ -64,3 +64,7 @@ func expAsm(n int, dst, x *float64) int {
 func log1pAsm(n int, dst, x *float64) int {
 	panic("f64: no assembly on this architecture")
 }
+
+func logAsm(n int, dst, x *float64) int {
+	panic("f64: no assembly on this architecture")
+}

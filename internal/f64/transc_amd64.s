@@ -192,3 +192,100 @@ l1p_done:
 	MOVQ AX, ret+24(FP)
 	VZEROUPPER
 	RET
+
+// Constants of math.Log's amd64 assembly (log_amd64.s), four copies each.
+#define LGC(off, bits) DATA lgv<>+off+0(SB)/8, $bits; DATA lgv<>+off+8(SB)/8, $bits; DATA lgv<>+off+16(SB)/8, $bits; DATA lgv<>+off+24(SB)/8, $bits
+
+LGC(0, 0x0010000000000000)   // smallest normal
+LGC(32, 0x7ff0000000000000)  // +Inf
+LGC(64, 0x000fffffffffffff)  // mantissa mask
+LGC(96, 0x3fe0000000000000)  // 0.5
+LGC(128, 0x00000000000003fe) // exponent of [1/2, 1)
+LGC(160, 0x4338000000000000) // 1.5·2⁵², to convert small integers
+LGC(192, 0x3fe6a09e667f3bcd) // √2/2
+LGC(224, 0x3ff0000000000000) // 1
+LGC(256, 0x4000000000000000) // 2
+LGC(288, 0x3fc2f112df3e5244) // L7
+LGC(320, 0x3fc7466496cb03de) // L5
+LGC(352, 0x3fd2492494229359) // L3
+LGC(384, 0x3fe5555555555593) // L1
+LGC(416, 0x3fc39a09d078c69f) // L6
+LGC(448, 0x3fcc71c51d8e78af) // L4
+LGC(480, 0x3fd999999997fa04) // L2
+LGC(512, 0x3fe62e42fee00000) // Ln2Hi
+LGC(544, 0x3dea39ef35793c76) // Ln2Lo
+GLOBL lgv<>(SB), RODATA, $576
+
+// func logAsm(n int, dst, x *float64) int
+// math.Log's amd64 assembly on four entries per pass, in its order: x =
+// f1·2^k with f1 in [1/2, 1); where f1 ≤ √2/2, k − 1 and 2·f1; f = f1 − 1,
+// s = f/(2+f), s2 = s², s4 = s2²; t1 = s2·(L1 + s4·(L3 + s4·(L5 + s4·L7))),
+// t2 = s4·(L2 + s4·(L4 + s4·L6)); hfsq = 0.5·f·f; result
+// k·Ln2Hi − ((hfsq − (s·(hfsq + t1 + t2) + k·Ln2Lo)) − f). Stops at the
+// first group with an entry that is not a positive normal number.
+TEXT ·logAsm(SB), NOSPLIT, $0-32
+	MOVQ n+0(FP), CX
+	MOVQ dst+8(FP), DI
+	MOVQ x+16(FP), SI
+	ANDQ $-4, CX
+	XORQ AX, AX
+
+log_loop:
+	CMPQ AX, CX
+	JGE  log_done
+	VMOVUPD (SI)(AX*8), Y0
+	VCMPPD  $0x1D, lgv<>+0(SB), Y0, Y1   // x ≥ smallest normal
+	VCMPPD  $0x11, lgv<>+32(SB), Y0, Y2  // x < +Inf
+	VANDPD  Y1, Y2, Y1
+	VMOVMSKPD Y1, BX
+	CMPQ    BX, $15
+	JNE     log_done
+
+	VANDPD  lgv<>+64(SB), Y0, Y2
+	VORPD   lgv<>+96(SB), Y2, Y2         // f1
+	VPSRLQ  $52, Y0, Y1
+	VPSUBQ  lgv<>+128(SB), Y1, Y1
+	VPADDQ  lgv<>+160(SB), Y1, Y1
+	VSUBPD  lgv<>+160(SB), Y1, Y1        // k
+	VMOVUPD lgv<>+192(SB), Y3
+	VCMPPD  $0x05, Y2, Y3, Y3            // !(√2/2 < f1)
+	VANDPD  lgv<>+224(SB), Y3, Y3        // 0 or 1
+	VSUBPD  Y3, Y1, Y1
+	VADDPD  lgv<>+224(SB), Y3, Y3        // 1 or 2
+	VMULPD  Y3, Y2, Y2
+	VSUBPD  lgv<>+224(SB), Y2, Y2        // f
+	VADDPD  lgv<>+256(SB), Y2, Y3
+	VDIVPD  Y3, Y2, Y3                   // s
+	VMULPD  Y3, Y3, Y4                   // s2
+	VMULPD  Y4, Y4, Y5                   // s4
+	VMULPD  lgv<>+288(SB), Y5, Y6
+	VADDPD  lgv<>+320(SB), Y6, Y6
+	VMULPD  Y5, Y6, Y6
+	VADDPD  lgv<>+352(SB), Y6, Y6
+	VMULPD  Y5, Y6, Y6
+	VADDPD  lgv<>+384(SB), Y6, Y6
+	VMULPD  Y6, Y4, Y4                   // t1
+	VMULPD  lgv<>+416(SB), Y5, Y6
+	VADDPD  lgv<>+448(SB), Y6, Y6
+	VMULPD  Y5, Y6, Y6
+	VADDPD  lgv<>+480(SB), Y6, Y6
+	VMULPD  Y6, Y5, Y5                   // t2
+	VADDPD  Y5, Y4, Y4                   // R
+	VMULPD  lgv<>+96(SB), Y2, Y0
+	VMULPD  Y2, Y0, Y0                   // hfsq
+	VADDPD  Y0, Y4, Y4
+	VMULPD  Y4, Y3, Y3                   // s·(hfsq+R)
+	VMULPD  lgv<>+544(SB), Y1, Y4        // k·Ln2Lo
+	VADDPD  Y4, Y3, Y3
+	VSUBPD  Y3, Y0, Y0
+	VSUBPD  Y2, Y0, Y0
+	VMULPD  lgv<>+512(SB), Y1, Y1        // k·Ln2Hi
+	VSUBPD  Y0, Y1, Y1
+	VMOVUPD Y1, (DI)(AX*8)
+	ADDQ    $4, AX
+	JMP     log_loop
+
+log_done:
+	MOVQ AX, ret+24(FP)
+	VZEROUPPER
+	RET

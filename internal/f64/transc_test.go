@@ -12,7 +12,7 @@ import (
 // side of them, and the special values.
 func transcInputs(r *rand.Rand, n int) []float64 {
 	edges := []float64{0, math.Copysign(0, -1), 1, -1, 2, 0.5, 708, -708, 709, -709, 709.78, -745.2, -746, 1e-300, 5e-324,
-		0x1p-29, 0x1p-54, math.Sqrt2 - 1, math.Sqrt2/2 - 1, 1 - 0x1p-20, 1 - 0x1p-52, 0.999, 1e-10, 1e300,
+		0x1p-29, 0x1p-54, 0x1p-1022, 0x1p-1023, math.Sqrt2 / 2, 0.5, 0.75, math.Sqrt2 - 1, math.Sqrt2/2 - 1, 1 - 0x1p-20, 1 - 0x1p-52, 0.999, 1e-10, 1e300,
 		math.Inf(1), math.Inf(-1), math.NaN(), math.MaxFloat64, math.SmallestNonzeroFloat64, -0.5, -0.9999}
 	var x []float64
 	for _, e := range edges {
@@ -33,7 +33,7 @@ func transcInputs(r *rand.Rand, n int) []float64 {
 	return x
 }
 
-func TestExpLog1pBits(t *testing.T) {
+func TestTranscBits(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 2))
 	x := transcInputs(r, 2_000_003)
 	for _, asm := range []bool{false, true} {
@@ -49,6 +49,8 @@ func TestExpLog1pBits(t *testing.T) {
 			in   func(float64) float64
 		}{
 			{"Exp", Exp, math.Exp, func(v float64) float64 { return v }},
+			{"Log", Log, math.Log, func(v float64) float64 { return v }},
+			{"Log(|v|)", Log, math.Log, math.Abs},
 			{"Log1p", Log1p, math.Log1p, func(v float64) float64 { return v }},
 			{"Log1p(exp(-|v|))", Log1p, math.Log1p, func(v float64) float64 { return math.Exp(-math.Abs(v)) }},
 		} {
@@ -79,8 +81,8 @@ func TestExpLog1pBits(t *testing.T) {
 	}
 }
 
-func TestExpLog1pShortDst(t *testing.T) {
-	for name, f := range map[string]func(dst, x []float64){"Exp": Exp, "Log1p": Log1p} {
+func TestTranscShortDst(t *testing.T) {
+	for name, f := range map[string]func(dst, x []float64){"Exp": Exp, "Log": Log, "Log1p": Log1p} {
 		func() {
 			defer func() {
 				if recover() == nil {
@@ -111,6 +113,11 @@ func BenchmarkTransc(b *testing.B) {
 		b.Run("Exp/"+name, func(b *testing.B) {
 			for b.Loop() {
 				Exp(dst, x)
+			}
+		})
+		b.Run("Log/"+name, func(b *testing.B) {
+			for b.Loop() {
+				Log(dst, e)
 			}
 		})
 		b.Run("Log1p/"+name, func(b *testing.B) {
