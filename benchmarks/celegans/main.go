@@ -713,7 +713,7 @@ func startPython(c config, dir string, w io.Writer) (*harness.Python, string) {
 	if err != nil {
 		return nil, fmt.Sprintf("the reference did not start: %v", err)
 	}
-	fmt.Fprintf(w, "PyTorch %s with %d threads (%s; %s)\n\n", py.Torch, py.Threads, c.python, strings.Join(py.Env, " "))
+	fmt.Fprintf(w, "PyTorch %s with %d threads (%s; %s)\n%s\n\n", py.Torch, py.Threads, c.python, strings.Join(py.Env, " "), py.BLASNote())
 	return py, ""
 }
 

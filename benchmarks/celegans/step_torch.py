@@ -46,7 +46,8 @@ VARIANT is naive or suffstats, naive when left out):
                      DIR/grad_VARIANT_{X,mu,rho}.f64
     step VARIANT  -> JSON with the wall and CPU seconds of one step
     quit          -> exit
-The first line printed is {"ready": true, "torch": version, "threads": n},
+The first line printed is {"ready": true, "torch": version, "threads": n,
+"blas": [paths of the BLAS libraries mapped]},
 or {"error": ...} (exit status 3) when torch cannot be imported.
 """
 
@@ -61,7 +62,7 @@ import time
 # The shared Sinkhorn loop lives in benchmarks/internal/torchref.
 sys.dont_write_bytecode = True
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "internal"))
-from torchref.proto import import_error, reply  # noqa: E402 (needs the path above)
+from torchref.proto import blas_libraries, import_error, reply  # noqa: E402 (needs the path above)
 try:
     import numpy as np
     import torch
@@ -221,7 +222,7 @@ def serve(prob):
             refs[name] = Reference(prob, name)
         return refs[name]
 
-    reply({"ready": True, "torch": torch.__version__, "threads": torch.get_num_threads()})
+    reply({"ready": True, "torch": torch.__version__, "threads": torch.get_num_threads(), "blas": blas_libraries(torch)})
     for line in sys.stdin:
         words = line.split()
         cmd = words[0] if words else ""

@@ -212,7 +212,7 @@ func measure(c config, p *problem, w io.Writer) (result, error) {
 	if err != nil {
 		return r, err
 	}
-	fmt.Fprintf(w, "%s: PyTorch %s, %d thread(s), %s; %s\n", p.name, py.Torch, py.Threads, strings.Join(py.Env, " "), r.agreement)
+	fmt.Fprintf(w, "%s: PyTorch %s, %d thread(s), %s; %s\n%s\n", p.name, py.Torch, py.Threads, strings.Join(py.Env, " "), r.agreement, py.BLASNote())
 	goT, pyT, err := harness.InterleaveBlocks(timed(p), py.Step, c.warmup, c.reps, c.block, 0)
 	if err != nil {
 		return r, err

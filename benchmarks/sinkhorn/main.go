@@ -132,7 +132,7 @@ func run(c config, w io.Writer) error {
 		return nil
 	}
 	defer py.Close()
-	fmt.Fprintf(w, "PyTorch %s, %d thread(s), %s\n\n", py.Torch, py.Threads, c.python)
+	fmt.Fprintf(w, "PyTorch %s, %d thread(s), %s\n%s\n\n", py.Torch, py.Threads, c.python, py.BLASNote())
 	agree, err := compare(py, dir, s, grad)
 	if err != nil {
 		return err

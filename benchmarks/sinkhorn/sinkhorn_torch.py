@@ -27,7 +27,8 @@ Serve protocol (one command per line on stdin, one JSON line on stdout):
               and DIR/grad_torch.f64
     step   -> {"wall": seconds, "cpu": seconds} of one forward+backward
     quit   -> exit
-The first line printed is {"ready": true, "torch": version, "threads": n},
+The first line printed is {"ready": true, "torch": version, "threads": n,
+"blas": [paths of the BLAS libraries mapped]},
 or {"error": ...} (exit status 3) when torch cannot be imported.
 """
 
@@ -42,7 +43,7 @@ import time
 # it must not leave __pycache__ directories in the repository.
 sys.dont_write_bytecode = True
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "internal"))
-from torchref.proto import import_error, reply  # noqa: E402 (needs the path above)
+from torchref.proto import blas_libraries, import_error, reply  # noqa: E402 (needs the path above)
 
 try:
     import numpy as np
@@ -106,7 +107,7 @@ def main():
         walls = [p.timed()["wall"] for _ in range(11)]
         print("median wall %.2f ms" % (1e3 * statistics.median(walls)))
         return
-    reply({"ready": True, "torch": torch.__version__, "threads": torch.get_num_threads()})
+    reply({"ready": True, "torch": torch.__version__, "threads": torch.get_num_threads(), "blas": blas_libraries(torch)})
     for line in sys.stdin:
         cmd = line.strip()
         if cmd == "check":

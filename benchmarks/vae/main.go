@@ -172,7 +172,7 @@ func run(c config, w io.Writer) error {
 		fmt.Fprintf(w, "PyTorch reference not run: %s\n", why)
 	} else {
 		defer py.Close()
-		fmt.Fprintf(w, "PyTorch %s, %d thread(s), %s\n", py.Torch, py.Threads, strings.Join(py.Env, " "))
+		fmt.Fprintf(w, "PyTorch %s, %d thread(s), %s\n%s\n", py.Torch, py.Threads, strings.Join(py.Env, " "), py.BLASNote())
 	}
 	results := make([]result, len(problems))
 	for i, p := range problems {

@@ -122,7 +122,7 @@ func TestLoadAvg(t *testing.T) {
 // fakeReference is a shell script speaking the serve protocol, run by
 // /bin/sh in place of a Python interpreter.
 const fakeReference = `[ "$2" = --serve ] || exit 2
-echo '{"ready": true, "torch": "0.0-fake", "threads": 3}'
+echo '{"ready": true, "torch": "0.0-fake", "threads": 3, "blas": ["/usr/lib/x86_64-linux-gnu/blas/libblas.so.3"]}'
 while read -r cmd; do
 	case "$cmd" in
 	step) echo '{"wall": 0.25, "cpu": 0.5}' ;;
@@ -158,6 +158,8 @@ func TestPython(t *testing.T) {
 	defer py.Close()
 	assert.Equal(t, "0.0-fake", py.Torch)
 	assert.Equal(t, 3, py.Threads)
+	assert.Equal(t, []string{"/usr/lib/x86_64-linux-gnu/blas/libblas.so.3"}, py.BLAS)
+	assert.Contains(t, py.BLASNote(), "WARNING: PyTorch runs on the reference BLAS")
 	assert.Equal(t, []string{"OMP_NUM_THREADS=7", "OPENBLAS_NUM_THREADS=2"}, py.Env)
 
 	var env struct{ Dir, OMP, BLAS string }
@@ -207,4 +209,13 @@ func TestPythonExits(t *testing.T) {
 	defer py.Close()
 	_, _, err = py.Step()
 	assert.EqualError(t, err, "reference: step: the reference exited")
+}
+
+func TestReferenceBLAS(t *testing.T) {
+	assert.True(t, ReferenceBLAS([]string{"/usr/lib/x86_64-linux-gnu/blas/libblas.so.3"}))
+	assert.False(t, ReferenceBLAS([]string{"/usr/lib/x86_64-linux-gnu/openblas-pthread/libblas.so.3", "/usr/lib/x86_64-linux-gnu/libopenblas.so.0"}))
+	assert.False(t, ReferenceBLAS([]string{"/opt/intel/lib/libmkl_rt.so.2"}))
+	assert.False(t, ReferenceBLAS(nil), "nothing reported is not a warning")
+	assert.Equal(t, "BLAS: not reported", (&Python{}).BLASNote())
+	assert.NotContains(t, (&Python{BLAS: []string{"/usr/lib/libopenblas.so.0"}}).BLASNote(), "WARNING")
 }

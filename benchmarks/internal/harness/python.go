@@ -16,13 +16,17 @@ import (
 // Python is a reference implementation running as a child process in serve
 // mode. It reads one command per line on its standard input and answers
 // each with one line of JSON on its standard output; its first line, before
-// any command, is {"ready": true, "torch": version, "threads": n}, or
+// any command, is {"ready": true, "torch": version, "threads": n, "blas":
+// [paths]}, or
 // {"error": message} if it cannot run. The command "quit" ends it.
 type Python struct {
 	// Torch and Threads are the torch version and the thread count the
 	// reference reported when it started.
 	Torch   string
 	Threads int
+	// BLAS lists the BLAS libraries the reference found mapped into its
+	// process after a product (empty if it did not say).
+	BLAS []string
 	// Env lists the settings in effect for the keys of the defaults
 	// passed to StartPython, as KEY=VALUE.
 	Env []string
@@ -77,10 +81,11 @@ func StartPython(python, script, dir string, defaults []string) (*Python, error)
 	}
 	py := &Python{Env: env, cmd: cmd, in: in, out: bufio.NewScanner(out)}
 	var ready struct {
-		Ready   bool   `json:"ready"`
-		Torch   string `json:"torch"`
-		Threads int    `json:"threads"`
-		Error   string `json:"error"`
+		Ready   bool     `json:"ready"`
+		Torch   string   `json:"torch"`
+		Threads int      `json:"threads"`
+		BLAS    []string `json:"blas"`
+		Error   string   `json:"error"`
 	}
 	err = py.read(&ready)
 	if err == nil && !ready.Ready {
@@ -93,7 +98,7 @@ func StartPython(python, script, dir string, defaults []string) (*Python, error)
 		py.Close()
 		return nil, err
 	}
-	py.Torch, py.Threads = ready.Torch, ready.Threads
+	py.Torch, py.Threads, py.BLAS = ready.Torch, ready.Threads, ready.BLAS
 	return py, nil
 }
 
@@ -171,4 +176,31 @@ func StartTorch(python, script, dir string, threads int) (*Python, string) {
 		return nil, fmt.Sprintf("%s %s did not start: %v (is torch installed?)", python, script, err)
 	}
 	return py, ""
+}
+
+// BLASNote is a line for a benchmark's header that names the reference's
+// BLAS, with a warning where it is the reference implementation (Debian's
+// libblas3, which torch calls when libopenblas0 is not installed): its
+// products are several times slower than OpenBLAS's, so ratios against it
+// flatter permlab and must not be reported.
+func (py *Python) BLASNote() string {
+	if len(py.BLAS) == 0 {
+		return "BLAS: not reported"
+	}
+	note := "BLAS: " + strings.Join(py.BLAS, ", ")
+	if ReferenceBLAS(py.BLAS) {
+		note += "\nWARNING: PyTorch runs on the reference BLAS; install libopenblas0-pthread (apt-get install libopenblas0-pthread) before reporting these ratios"
+	}
+	return note
+}
+
+// ReferenceBLAS reports whether libs holds no optimized BLAS (OpenBLAS,
+// MKL, BLIS), only the reference implementation.
+func ReferenceBLAS(libs []string) bool {
+	for _, l := range libs {
+		if strings.Contains(l, "openblas") || strings.Contains(l, "mkl") || strings.Contains(l, "blis") {
+			return false
+		}
+	}
+	return len(libs) > 0
 }

@@ -23,7 +23,7 @@ import time
 import numpy as np
 import torch
 
-from torchref.proto import reply
+from torchref.proto import blas_libraries, reply
 
 
 class StepProblem:
@@ -80,7 +80,7 @@ class StepProblem:
 
 def serve(problem, extra=None):
     """Answer check, step, quit and the commands in extra (name -> f(arg))."""
-    reply({"ready": True, "torch": torch.__version__, "threads": torch.get_num_threads()})
+    reply({"ready": True, "torch": torch.__version__, "threads": torch.get_num_threads(), "blas": blas_libraries(torch)})
     commands = {"check": lambda _: problem.check(), "step": lambda _: problem.timed()}
     commands.update(extra or {})
     for line in sys.stdin:
