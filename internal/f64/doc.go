@@ -65,4 +65,17 @@
 // MaxArg folds rows into a running elementwise maximum and remembers which
 // row each maximum came from (the first, on ties), four rows per pass
 // with compares and blends in place of branches.
+//
+// # Exponential and logarithms
+//
+// Exp, Log and Log1p apply math.Exp, math.Log and math.Log1p to a slice and
+// return their bits exactly, four entries per pass. Each assembly routine
+// is a transcription of the scalar algorithm package math runs on amd64 (the
+// fused-multiply-add path of its Exp assembly, its Log assembly, the Go code
+// of Log1p for 0 ≤ x < 1 − 2⁻²⁰), operation for operation with the same
+// rounding, and picks branches by mask instead of jumps; an entry outside
+// the range a routine covers (overflow, subnormals, infinities, NaN) sends
+// its group of four through package math. Results therefore never depend
+// on which path ran, and callers such as the Bernoulli likelihood of
+// models/nn keep the bits they had with the scalar loops.
 package f64
