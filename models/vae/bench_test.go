@@ -57,26 +57,31 @@ func benchStep(b *testing.B, e Estimator, p nn.Precision) {
 
 // BenchmarkStepLossNoise is BenchmarkStep through LossNoise with the
 // binary images and the noise given (the step benchmarks/vae times against
-// PyTorch), for comparing the overhead of the fit's path.
+// PyTorch, less its Adam update), in float64 and float32, for comparing
+// the overhead of the fit's path.
 func BenchmarkStepLossNoise(b *testing.B) {
 	for _, e := range estimators {
-		b.Run(e.String(), func(b *testing.B) {
-			m, ims, r := benchSetup(e, nn.Float64)
-			xb, _ := Binarize(nil, ims.Pixels, r)
-			x := &ad.Tensor{Shape: []int{100, 784}, Data: xb}
-			g, _ := dist.GumbelNoise(r, 100, 20, 10)
-			tp := ad.NewTape()
-			for b.Loop() {
-				tp.Reset()
-				l, err := m.LossNoise(tp, tp.Const(x), 0.7, g)
-				if err != nil {
-					b.Fatal(err)
-				}
-				if err := tp.Backward(l); err != nil {
-					b.Fatal(err)
-				}
-			}
-		})
+		for _, p := range []nn.Precision{nn.Float64, nn.Float32} {
+			b.Run(e.String()+"/"+p.String(), func(b *testing.B) { benchStepLossNoise(b, e, p) })
+		}
+	}
+}
+
+func benchStepLossNoise(b *testing.B, e Estimator, p nn.Precision) {
+	m, ims, r := benchSetup(e, p)
+	xb, _ := Binarize(nil, ims.Pixels, r)
+	x := &ad.Tensor{Shape: []int{100, 784}, Data: xb}
+	g, _ := dist.GumbelNoise(r, 100, 20, 10)
+	tp := ad.NewTape()
+	for b.Loop() {
+		tp.Reset()
+		l, err := m.LossNoise(tp, tp.Const(x), 0.7, g)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := tp.Backward(l); err != nil {
+			b.Fatal(err)
+		}
 	}
 }
 
