@@ -106,3 +106,8 @@ func log1pAsm(n int, dst, x *float64) int
 //
 //go:noescape
 func logAsm(n int, dst, x *float64) int
+
+// logisticGradAsm is AddLogisticGrad on the first n − n mod 4 entries.
+//
+//go:noescape
+func logisticGradAsm(n int, a float64, dst, x, e, y *float64)

@@ -68,3 +68,7 @@ func log1pAsm(n int, dst, x *float64) int {
 func logAsm(n int, dst, x *float64) int {
 	panic("f64: no assembly on this architecture")
 }
+
+func logisticGradAsm(n int, a float64, dst, x, e, y *float64) {
+	panic("f64: no assembly on this architecture")
+}

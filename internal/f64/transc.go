@@ -97,3 +97,35 @@ func vectorized(n int, run func(i int) int, scalar func(j int)) int {
 	}
 	return i
 }
+
+// AddLogisticGrad adds g·(σ(x[i]) − y[i]) to dst[i] for i < len(dst), the
+// adjoint of the Bernoulli log-loss with logits x and targets y, where
+// e[i] = exp(−|x[i]|) gives the logistic function without overflow:
+// σ = 1/(1+e) for x ≥ 0 and e/(1+e) for x < 0. Every operation is rounded
+// on its own, so both paths give the bits of
+//
+//	s := 1 / (1 + e[i])
+//	if x[i] < 0 {
+//		s = e[i] / (1 + e[i])
+//	}
+//	dst[i] += g * (s - y[i])
+//
+// It panics if x, e or y is shorter than dst.
+func AddLogisticGrad(dst []float64, g float64, x, e, y []float64) {
+	n := len(dst)
+	if len(x) < n || len(e) < n || len(y) < n {
+		panic("f64: AddLogisticGrad: x, e or y shorter than dst")
+	}
+	i := 0
+	if useAsm && n >= 4 {
+		logisticGradAsm(n, g, &dst[0], &x[0], &e[0], &y[0])
+		i = n &^ 3
+	}
+	for ; i < n; i++ {
+		s := 1 / (1 + e[i])
+		if x[i] < 0 {
+			s = e[i] / (1 + e[i])
+		}
+		dst[i] += float64(g * (s - y[i]))
+	}
+}

@@ -289,3 +289,39 @@ log_done:
 	MOVQ AX, ret+24(FP)
 	VZEROUPPER
 	RET
+
+// func logisticGradAsm(n int, a float64, dst, x, e, y *float64)
+// For i < n − n mod 4: dst[i] += a·(σ − y[i]) with σ = 1/(1+e[i]) where
+// x[i] ≥ 0 (or NaN) and e[i]/(1+e[i]) where x[i] < 0; every operation
+// rounded on its own, as in AddLogisticGrad's loop.
+TEXT ·logisticGradAsm(SB), NOSPLIT, $0-48
+	MOVQ         n+0(FP), CX
+	VBROADCASTSD a+8(FP), Y15
+	MOVQ         dst+16(FP), DI
+	MOVQ         x+24(FP), SI
+	MOVQ         e+32(FP), R8
+	MOVQ         y+40(FP), R9
+	ANDQ         $-4, CX
+	XORQ         AX, AX
+	VXORPD       Y14, Y14, Y14
+	VMOVUPD      l1pv<>+96(SB), Y13 // 1
+
+lg_loop:
+	CMPQ      AX, CX
+	JGE       lg_done
+	VMOVUPD   (R8)(AX*8), Y0        // e
+	VADDPD    Y13, Y0, Y1           // 1 + e
+	VMOVUPD   (SI)(AX*8), Y2
+	VCMPPD    $0x11, Y14, Y2, Y2    // x < 0
+	VBLENDVPD Y2, Y0, Y13, Y3       // e where x < 0, else 1
+	VDIVPD    Y1, Y3, Y3            // σ
+	VSUBPD    (R9)(AX*8), Y3, Y3    // σ − y
+	VMULPD    Y3, Y15, Y3           // a·(σ − y)
+	VADDPD    (DI)(AX*8), Y3, Y3
+	VMOVUPD   Y3, (DI)(AX*8)
+	ADDQ      $4, AX
+	JMP       lg_loop
+
+lg_done:
+	VZEROUPPER
+	RET

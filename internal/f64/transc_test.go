@@ -128,3 +128,46 @@ func BenchmarkTransc(b *testing.B) {
 		useAsm = saved
 	}
 }
+
+func TestAddLogisticGradBits(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 8))
+	x := transcInputs(r, 100_003)
+	n := len(x)
+	e, y, dst0 := make([]float64, n), make([]float64, n), make([]float64, n)
+	for i, v := range x {
+		e[i] = math.Exp(-math.Abs(v))
+		y[i] = float64(r.IntN(2))
+		dst0[i] = r.NormFloat64()
+	}
+	want := append([]float64(nil), dst0...)
+	for i := range want {
+		s := 1 / (1 + e[i])
+		if x[i] < 0 {
+			s = e[i] / (1 + e[i])
+		}
+		want[i] += float64(-0.37 * (s - y[i]))
+	}
+	for _, asm := range []bool{false, true} {
+		if asm && !hasAsm {
+			continue
+		}
+		saved := useAsm
+		useAsm = asm
+		for off := 0; off < 4; off++ {
+			got := append([]float64(nil), dst0[off:]...)
+			AddLogisticGrad(got, -0.37, x[off:], e[off:], y[off:])
+			for i, g := range got {
+				if w := want[off+i]; math.Float64bits(g) != math.Float64bits(w) && !(math.IsNaN(g) && math.IsNaN(w)) {
+					t.Fatalf("asm=%v entry %d (x=%v): %v, want %v", asm, off+i, x[off+i], g, w)
+				}
+			}
+		}
+		useAsm = saved
+	}
+	defer func() {
+		if recover() == nil {
+			t.Error("AddLogisticGrad with a short y did not panic")
+		}
+	}()
+	AddLogisticGrad(make([]float64, 4), 1, make([]float64, 4), make([]float64, 4), make([]float64, 3))
+}

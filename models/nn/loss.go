@@ -136,16 +136,13 @@ func BinaryCrossEntropyWithLogits(logits, targets *ad.Var) *ad.Var {
 		gx, gy := gIn[0], gIn[1]
 		byRows(rows, d, func(r0, r1 int) {
 			for r := r0; r < r1; r++ {
-				gr := g[r]
-				for k := r * d; k < (r+1)*d; k++ {
-					if gx != nil {
-						sg := 1 / (1 + e[k])
-						if x[k] < 0 {
-							sg = e[k] / (1 + e[k])
-						}
-						gx[k] += gr * (sg - y[k])
-					}
-					if gy != nil {
+				gr, lo, hi := g[r], r*d, (r+1)*d
+				if gx != nil {
+					// gx += gr·(σ(x) − y), σ from e as in the forward pass.
+					f64.AddLogisticGrad(gx[lo:hi], gr, x[lo:hi], e[lo:hi], y[lo:hi])
+				}
+				if gy != nil {
+					for k := lo; k < hi; k++ {
 						gy[k] -= gr * x[k]
 					}
 				}
