@@ -27,22 +27,13 @@ var gemm32 = gemmSet{nn: gemmNN32, nt: gemmNT32, tn: gemmTN32}
 
 func backMatMul32(y *Var) { backMatMulWith(&gemm32, y) }
 
-// mm32Scratch holds the packed factors and a transposed copy for the
-// float32 products.
+// mm32Scratch holds the packed factors of the float32 products.
 type mm32Scratch struct {
 	left   *f32.Left
 	packed *f32.Packed
-	buf    []float64
 }
 
 var mm32Pool = sync.Pool{New: func() any { return new(mm32Scratch) }}
-
-func (s *mm32Scratch) trans(n int) []float64 {
-	if cap(s.buf) < n {
-		s.buf = make([]float64, n)
-	}
-	return s.buf[:n]
-}
 
 // gemmNN32 sets (or, with acc, adds to) c = a·b in float32, for a m×k,
 // b k×n and c m×n, all row-major.
@@ -64,20 +55,18 @@ func gemmNT32(m, n, k int, a, b, c []float64, acc, par bool) {
 		return
 	}
 	s := mm32Pool.Get().(*mm32Scratch)
-	productPacked32(s, m, n, k, a[:m*k], b[:n*k], c, acc, par, f32.PackPanelsTrans)
+	productPacked32(s, m, n, k, a[:m*k], b[:n*k], c, acc, par, f32.PackLeft, f32.PackPanelsTrans)
 	mm32Pool.Put(s)
 }
 
 // gemmTN32 sets (or adds to) c = aᵀ·b in float32, for a k×m, b k×n and c
-// m×n, transposing a into scratch first.
+// m×n: the rows of aᵀ are packed straight from a (f32.PackLeftTrans).
 func gemmTN32(m, n, k int, a, b, c []float64, acc, par bool) {
 	if m == 0 || n == 0 {
 		return
 	}
 	s := mm32Pool.Get().(*mm32Scratch)
-	at := s.trans(m * k)
-	transposeInto(at, a[:k*m], k, m, par && !serial(m, n, k, par))
-	product32(s, m, n, k, at, b[:k*n], c, acc, par)
+	productPacked32(s, m, n, k, a[:k*m], b[:k*n], c, acc, par, f32.PackLeftTrans, f32.PackPanels)
 	mm32Pool.Put(s)
 }
 
@@ -90,19 +79,21 @@ func gemmTN32(m, n, k int, a, b, c []float64, acc, par bool) {
 // entry is computed by one kernel call, so the bits do not depend on the
 // split.
 func product32(s *mm32Scratch, m, n, k int, a, b, c []float64, acc, par bool) {
-	productPacked32(s, m, n, k, a, b, c, acc, par, f32.PackPanels)
+	productPacked32(s, m, n, k, a, b, c, acc, par, f32.PackLeft, f32.PackPanels)
 }
 
-// productPacked32 is product32 with the panels of the right factor filled
-// by pack from b, which holds that factor (f32.PackPanels) or its
-// transpose (f32.PackPanelsTrans).
-func productPacked32(s *mm32Scratch, m, n, k int, a, b, c []float64, acc, par bool, pack func(*f32.Packed, []float64, int, int)) {
+// productPacked32 is product32 with the rows of the left factor filled by
+// packLeft from a and the panels of the right factor by pack from b, each
+// of which holds its factor (f32.PackLeft, f32.PackPanels) or its
+// transpose (f32.PackLeftTrans, f32.PackPanelsTrans).
+func productPacked32(s *mm32Scratch, m, n, k int, a, b, c []float64, acc, par bool,
+	packLeft func(*f32.Left, []float64, int, int), pack func(*f32.Packed, []float64, int, int)) {
 	l := f32.PrepareLeft(s.left, m, k)
 	p := f32.Prepare(s.packed, k, n)
 	s.left, s.packed = l, p
 	nb, np := l.Blocks(), p.Panels()
 	if serial(m, n, k, par) {
-		f32.PackLeft(l, a, 0, nb)
+		packLeft(l, a, 0, nb)
 		pack(p, b, 0, np)
 		f32.Gemm(l, 0, nb, p, 0, np, c, acc)
 		return
@@ -112,7 +103,7 @@ func productPacked32(s *mm32Scratch, m, n, k int, a, b, c []float64, acc, par bo
 	const cacheFloats = 1 << 15
 	bb := max(1, cacheFloats/(6*max(k, 1)))
 	nrb := (nb + bb - 1) / bb
-	parallelFor(nrb, func(t int) { f32.PackLeft(l, a, t*bb, min((t+1)*bb, nb)) })
+	parallelFor(nrb, func(t int) { packLeft(l, a, t*bb, min((t+1)*bb, nb)) })
 	qb, nq := splitPanels(np, max(1, cacheFloats/(16*max(k, 1))), workers)
 	if nrb == 1 || nq >= 2*workers {
 		parallelFor(nq, func(t int) {

@@ -35,3 +35,9 @@ func packPanelsAsm(k, nq int, src *float64, lds int, dst *float32, ldp int)
 //
 //go:noescape
 func packTransAsm(k4, nq int, src *float64, lds int, dst *float32, ldp int)
+
+// packLeftTransAsm sets dst[i·ldd + p] = float32(src[p·lds + i]) for
+// i < m4 and p < k4, both multiples of four.
+//
+//go:noescape
+func packLeftTransAsm(m4, k4 int, src *float64, lds int, dst *float32, ldd int)

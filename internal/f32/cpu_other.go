@@ -21,3 +21,7 @@ func packPanelsAsm(k, nq int, src *float64, lds int, dst *float32, ldp int) {
 func packTransAsm(k4, nq int, src *float64, lds int, dst *float32, ldp int) {
 	panic("f32: no assembly on this architecture")
 }
+
+func packLeftTransAsm(m4, k4 int, src *float64, lds int, dst *float32, ldd int) {
+	panic("f32: no assembly on this architecture")
+}

@@ -22,11 +22,10 @@
 // eight, zero past the last column. Both are rounded with vector
 // conversions (four float64 to four float32 per instruction). A right
 // factor held transposed, as Bᵀ in the adjoint dA = dC·Bᵀ, is packed
-// straight from its transpose by PackPanelsTrans, which rounds 4×4 blocks
-// and transposes them in registers (the same float32 entries, without a
-// transposed float64 copy); a transposed left factor, as Aᵀ in
-// dB = Aᵀ·dC, is transposed first in float64 (package ad uses
-// f64.Transpose).
+// straight from its transpose by PackPanelsTrans, and a left factor held
+// transposed, as Aᵀ in dB = Aᵀ·dC, by PackLeftTrans: both round 4×4
+// blocks and transpose them in registers, giving the same float32 entries
+// without a transposed float64 copy.
 //
 // On amd64 with AVX2 and FMA, a 6×16 tile of C is twelve running sums of
 // eight float32 lanes, each step broadcasting one entry of A per row and

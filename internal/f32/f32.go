@@ -48,6 +48,42 @@ func PackLeft(l *Left, a []float64, b0, b1 int) {
 	Round(l.data[i0:i1], a[i0:i1])
 }
 
+// PackLeftTrans fills the rows of blocks b0 … b1−1 of l (m×k) from at,
+// the k×m row-major transpose of the matrix l holds: row i of l is column
+// i of at. The entries are those PackLeft would store from the transpose
+// of at, without the transposed copy: 4×4 blocks are rounded and
+// transposed in registers. It panics if len(at) ≠ k·m or the range is not
+// within 0 … l.Blocks().
+func PackLeftTrans(l *Left, at []float64, b0, b1 int) {
+	m, k := l.m, l.k
+	if len(at) != k*m || b0 < 0 || b1 < b0 || b1 > l.Blocks() {
+		panic("f32: PackLeftTrans: len(at) != k·m or blocks out of range")
+	}
+	i0, i1 := min(b0*rowBlock, m), min(b1*rowBlock, m)
+	if i0 == i1 || k == 0 {
+		return
+	}
+	m4, k4 := 0, 0 // rows i0 … i0+m4−1, columns below k4 done by assembly
+	if useAsm {
+		m4, k4 = (i1-i0)&^3, k&^3
+		if m4 > 0 && k4 > 0 {
+			packLeftTransAsm(m4, k4, &at[i0], m, &l.data[i0*k], k)
+		} else {
+			m4, k4 = 0, 0
+		}
+	}
+	for i := i0; i < i1; i++ {
+		row := l.data[i*k : (i+1)*k]
+		p0 := 0
+		if i < i0+m4 {
+			p0 = k4
+		}
+		for p := p0; p < k; p++ {
+			row[p] = float32(at[p*m+i])
+		}
+	}
+}
+
 // Round sets dst[i] to src[i] rounded to the nearest float32. It panics if
 // the lengths differ.
 func Round(dst []float32, src []float64) {

@@ -255,3 +255,41 @@ func TestPackPanelsTrans(t *testing.T) {
 	}()
 	PackPanelsTrans(Prepare(nil, 3, 5), make([]float64, 14), 0, 1)
 }
+
+func TestPackLeftTrans(t *testing.T) {
+	paths(t, func(t *testing.T) {
+		rng := rand.New(rand.NewPCG(11, 12))
+		for _, s := range [][2]int{{1, 1}, {4, 4}, {6, 3}, {7, 9}, {13, 16}, {30, 33}, {100, 784}, {512, 100}} {
+			m, k := s[0], s[1]
+			at := randVec(rng, k*m)
+			a := make([]float64, m*k)
+			for p := range k {
+				for i := range m {
+					a[i*k+p] = at[p*m+i]
+				}
+			}
+			want := PrepareLeft(nil, m, k)
+			PackLeft(want, a, 0, want.Blocks())
+			nb := want.Blocks()
+			for split := 0; split <= nb; split++ {
+				got := PrepareLeft(nil, m, k)
+				for i := range got.data[:m*k] {
+					got.data[i] = float32(i) + 0.5
+				}
+				PackLeftTrans(got, at, 0, split)
+				PackLeftTrans(got, at, split, nb)
+				for i, v := range got.data {
+					if math.Float32bits(v) != math.Float32bits(want.data[i]) {
+						t.Fatalf("m=%d k=%d split %d: entry %d = %v, want %v", m, k, split, i, v, want.data[i])
+					}
+				}
+			}
+		}
+	})
+	defer func() {
+		if recover() == nil {
+			t.Error("PackLeftTrans with the wrong length did not panic")
+		}
+	}()
+	PackLeftTrans(PrepareLeft(nil, 3, 5), make([]float64, 14), 0, 1)
+}

@@ -274,3 +274,61 @@ pt_cols:
 pt_done:
 	VZEROUPPER
 	RET
+
+// func packLeftTransAsm(m4, k4 int, src *float64, lds int, dst *float32, ldd int)
+// For i < m4 and p < k4 (both multiples of four):
+// dst[i·ldd + p] = float32(src[p·lds + i]): rows of the transpose of src,
+// 4×4 blocks rounded and transposed in registers.
+TEXT ·packLeftTransAsm(SB), NOSPLIT, $0-48
+	MOVQ  m4+0(FP), CX
+	MOVQ  k4+8(FP), R15
+	MOVQ  src+16(FP), SI
+	MOVQ  lds+24(FP), BX
+	SHLQ  $3, BX             // source row stride, bytes
+	MOVQ  dst+32(FP), DI
+	MOVQ  ldd+40(FP), DX
+	SHLQ  $2, DX             // destination row stride, bytes
+	LEAQ  (BX)(BX*2), R11    // three source rows
+	LEAQ  (DX)(DX*2), R12    // three destination rows
+	TESTQ CX, CX
+	JE    plt_done
+	TESTQ R15, R15
+	JE    plt_done
+
+plt_cols:                  // four source rows, p … p+3, at SI
+	MOVQ SI, R10
+	LEAQ (R10)(BX*1), R13
+	LEAQ (R10)(BX*2), R14
+	LEAQ (R10)(R11*1), R8
+	MOVQ DI, R9
+	XORQ AX, AX
+
+plt_rows:                  // destination rows i … i+3 at R9
+	VCVTPD2PSY (R10)(AX*8), X0
+	VCVTPD2PSY (R13)(AX*8), X1
+	VCVTPD2PSY (R14)(AX*8), X2
+	VCVTPD2PSY (R8)(AX*8), X3
+	VUNPCKLPS  X1, X0, X4
+	VUNPCKHPS  X1, X0, X5
+	VUNPCKLPS  X3, X2, X6
+	VUNPCKHPS  X3, X2, X7
+	VUNPCKLPD  X6, X4, X0
+	VUNPCKHPD  X6, X4, X1
+	VUNPCKLPD  X7, X5, X2
+	VUNPCKHPD  X7, X5, X3
+	VMOVUPS    X0, (R9)
+	VMOVUPS    X1, (R9)(DX*1)
+	VMOVUPS    X2, (R9)(DX*2)
+	VMOVUPS    X3, (R9)(R12*1)
+	LEAQ       (R9)(DX*4), R9
+	ADDQ       $4, AX
+	CMPQ       AX, CX
+	JL         plt_rows
+	LEAQ       (SI)(BX*4), SI
+	ADDQ       $16, DI
+	SUBQ       $4, R15
+	JNZ        plt_cols
+
+plt_done:
+	VZEROUPPER
+	RET
