@@ -41,3 +41,20 @@ func packTransAsm(k4, nq int, src *float64, lds int, dst *float32, ldp int)
 //
 //go:noescape
 func packLeftTransAsm(m4, k4 int, src *float64, lds int, dst *float32, ldd int)
+
+// hasAVX512: the two-panel kernels need AVX-512F (x/sys/cpu also checks
+// that the operating system saves the ZMM registers).
+var hasAVX512 = hasAsm && cpu.X86.HasAVX512F
+
+// kern6x32z sets the 6×32 float64 tile at c (row stride ldc) to the
+// product, summed in float32, of the six rows at a (row stride lda,
+// length k) with the two adjacent k×16 panels at b and b+ldb: kern6x16 on
+// both panels at once, in 16-lane registers, with the same bits.
+//
+//go:noescape
+func kern6x32z(k int, a *float32, lda int, b *float32, ldb int, c *float64, ldc int)
+
+// kern6x32zacc adds to the tile at c the product that kern6x32z computes.
+//
+//go:noescape
+func kern6x32zacc(k int, a *float32, lda int, b *float32, ldb int, c *float64, ldc int)

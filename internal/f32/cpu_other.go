@@ -25,3 +25,13 @@ func packTransAsm(k4, nq int, src *float64, lds int, dst *float32, ldp int) {
 func packLeftTransAsm(m4, k4 int, src *float64, lds int, dst *float32, ldd int) {
 	panic("f32: no assembly on this architecture")
 }
+
+const hasAVX512 = false
+
+func kern6x32z(k int, a *float32, lda int, b *float32, ldb int, c *float64, ldc int) {
+	panic("f32: no assembly on this architecture")
+}
+
+func kern6x32zacc(k int, a *float32, lda int, b *float32, ldb int, c *float64, ldc int) {
+	panic("f32: no assembly on this architecture")
+}

@@ -30,7 +30,10 @@
 // On amd64 with AVX2 and FMA, a 6×16 tile of C is twelve running sums of
 // eight float32 lanes, each step broadcasting one entry of A per row and
 // multiplying it into the two halves of a panel row: twice the lanes of
-// the float64 kernel for the same instructions. Elsewhere a Go loop does
+// the float64 kernel for the same instructions. With AVX-512F, Gemm takes
+// two full panels at a time through a 6×32 tile in twelve 16-lane
+// registers, each lane the same chain of fused multiply-adds as in the
+// AVX2 kernel, so the bits are the same. Elsewhere a Go loop does
 // the same sums in the same order; whether its multiply-adds are fused is
 // up to the compiler, so the two paths agree to rounding, not bit for bit.
 //

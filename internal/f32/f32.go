@@ -7,6 +7,10 @@ const (
 	panelWidth = 16 // columns of the right factor per packed panel
 )
 
+// useAVX512 reports whether Gemm runs the two-panel AVX-512 kernel; tests
+// switch it off to compare it with the AVX2 kernel bit for bit.
+var useAVX512 = hasAVX512
+
 // useAsm reports whether the assembly kernel runs. Tests switch it off to
 // check the Go loop against the same expectations.
 var useAsm = hasAsm
@@ -225,29 +229,59 @@ func Gemm(a *Left, b0, b1 int, b *Packed, q0, q1 int, c []float64, acc bool) {
 		return
 	}
 	var tile [rowBlock * panelWidth]float64
-	for q := q0; q < q1; q++ {
-		panel := b.panels[q*panelWidth*k : (q+1)*panelWidth*k]
-		c0 := q * panelWidth
-		w := min(panelWidth, n-c0)
-		for blk := b0; blk < b1; blk++ {
-			ab := a.data[blk*rowBlock*k : (blk+1)*rowBlock*k]
-			r0 := blk * rowBlock
-			h := min(rowBlock, m-r0)
-			if w == panelWidth && h == rowBlock {
-				kernel(k, ab, panel, c[r0*n+c0:], n, acc)
-				continue
-			}
-			// An edge tile goes through the same kernel into scratch.
-			if acc {
-				for r := range h {
-					copy(tile[r*panelWidth:r*panelWidth+w], c[(r0+r)*n+c0:(r0+r)*n+c0+w])
+	for q := q0; q < q1; {
+		if useAVX512 && q+1 < q1 && (q+2)*panelWidth <= n {
+			// Two full panels at once: whole row blocks through the
+			// 16-lane kernel (the same bits as kernel on each panel),
+			// a short last block panel by panel.
+			c0 := q * panelWidth
+			for blk := b0; blk < b1; blk++ {
+				r0 := blk * rowBlock
+				if m-r0 < rowBlock {
+					gemmTile(a, blk, b, q, c, acc, &tile)
+					gemmTile(a, blk, b, q+1, c, acc, &tile)
+					continue
+				}
+				ab := a.data[blk*rowBlock*k:]
+				if acc {
+					kern6x32zacc(k, &ab[0], k, &b.panels[q*panelWidth*k], panelWidth*k, &c[r0*n+c0], n)
+				} else {
+					kern6x32z(k, &ab[0], k, &b.panels[q*panelWidth*k], panelWidth*k, &c[r0*n+c0], n)
 				}
 			}
-			kernel(k, ab, panel, tile[:], panelWidth, acc)
-			for r := range h {
-				copy(c[(r0+r)*n+c0:(r0+r)*n+c0+w], tile[r*panelWidth:r*panelWidth+w])
-			}
+			q += 2
+			continue
 		}
+		for blk := b0; blk < b1; blk++ {
+			gemmTile(a, blk, b, q, c, acc, &tile)
+		}
+		q++
+	}
+}
+
+// gemmTile computes the tile of c in row block blk and column panel q by
+// kernel, an edge tile through scratch.
+func gemmTile(a *Left, blk int, b *Packed, q int, c []float64, acc bool, tile *[rowBlock * panelWidth]float64) {
+	m, k, n := a.m, a.k, b.n
+	panel := b.panels[q*panelWidth*k : (q+1)*panelWidth*k]
+	c0 := q * panelWidth
+	w := min(panelWidth, n-c0)
+	ab := a.data[blk*rowBlock*k : (blk+1)*rowBlock*k]
+	r0 := blk * rowBlock
+	h := min(rowBlock, m-r0)
+	if w == panelWidth && h == rowBlock {
+		kernel(k, ab, panel, c[r0*n+c0:], n, acc)
+		return
+	}
+	// An edge tile goes through the same kernel into scratch.
+	if acc {
+		for r := range h {
+			copy(tile[r*panelWidth:r*panelWidth+w], c[(r0+r)*n+c0:(r0+r)*n+c0+w])
+		}
+	}
+	kernel(k, ab, panel, tile[:], panelWidth, acc)
+	for r := range h {
+		copy(c[(r0+r)*n+c0:(r0+r)*n+c0+w], tile[r*panelWidth:r*panelWidth+w])
 	}
 }
 

@@ -293,3 +293,43 @@ func TestPackLeftTrans(t *testing.T) {
 	}()
 	PackLeftTrans(PrepareLeft(nil, 3, 5), make([]float64, 14), 0, 1)
 }
+
+// The AVX-512 two-panel kernel must give the AVX2 kernel's bits: every
+// entry is the same chain of float32 fused multiply-adds, converted and
+// stored (or added) the same way. Shapes cover odd panel counts, a
+// narrow last panel, a short last row block, k = 0 and 1, and panel
+// ranges that start or end between the two panels of a pair.
+func TestGemmAVX512Bits(t *testing.T) {
+	if !hasAVX512 {
+		t.Skip("this CPU has no AVX-512F: nothing to compare")
+	}
+	defer func(saved bool) { useAVX512 = saved }(useAVX512)
+	rng := rand.New(rand.NewPCG(15, 16))
+	for _, s := range [][3]int{{6, 5, 32}, {7, 1, 33}, {12, 33, 48}, {13, 0, 64}, {100, 784, 512}, {5, 9, 80}, {25, 200, 256}, {61, 64, 100}} {
+		m, k, n := s[0], s[1], s[2]
+		a, bm, c0 := randVec(rng, m*k), randVec(rng, k*n), randVec(rng, m*n)
+		l := PrepareLeft(nil, m, k)
+		PackLeft(l, a, 0, l.Blocks())
+		p := Prepare(nil, k, n)
+		PackPanels(p, bm, 0, p.Panels())
+		np := p.Panels()
+		for _, acc := range []bool{false, true} {
+			for _, r := range [][2]int{{0, np}, {1, np}, {0, np - 1}, {1, np - 1}} {
+				if r[0] > r[1] {
+					continue
+				}
+				var got [2][]float64
+				for j, wide := range []bool{false, true} {
+					useAVX512 = wide
+					got[j] = append([]float64(nil), c0...)
+					Gemm(l, 0, l.Blocks(), p, r[0], r[1], got[j], acc)
+				}
+				for i := range got[0] {
+					if math.Float64bits(got[0][i]) != math.Float64bits(got[1][i]) {
+						t.Fatalf("m=%d k=%d n=%d acc=%v panels %v: entry %d: AVX2 %v, AVX-512 %v", m, k, n, acc, r, i, got[0][i], got[1][i])
+					}
+				}
+			}
+		}
+	}
+}

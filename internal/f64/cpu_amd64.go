@@ -111,3 +111,22 @@ func logAsm(n int, dst, x *float64) int
 //
 //go:noescape
 func logisticGradAsm(n int, a float64, dst, x, e, y *float64)
+
+// hasAVX512: the two-panel kernels kern6x16z and kern6x16zacc need
+// AVX-512F (x/sys/cpu also checks that the operating system saves the
+// ZMM registers).
+var hasAVX512 = hasAsm && cpu.X86.HasAVX512F
+
+// kern6x16z sets the 6×16 tile at c (row stride ldc) to the product of
+// the six rows at a (row stride lda, length k) with two adjacent k×8
+// panels, at b and b+ldb: kern6x8 on both panels at once, in 8-lane
+// registers, with the same bits.
+//
+//go:noescape
+func kern6x16z(k int, a *float64, lda int, b *float64, ldb int, c *float64, ldc int)
+
+// kern6x16zacc adds to the tile at c the product that kern6x16z computes,
+// starting its running sums from the tile's values.
+//
+//go:noescape
+func kern6x16zacc(k int, a *float64, lda int, b *float64, ldb int, c *float64, ldc int)

@@ -72,3 +72,13 @@ func logAsm(n int, dst, x *float64) int {
 func logisticGradAsm(n int, a float64, dst, x, e, y *float64) {
 	panic("f64: no assembly on this architecture")
 }
+
+const hasAVX512 = false
+
+func kern6x16z(k int, a *float64, lda int, b *float64, ldb int, c *float64, ldc int) {
+	panic("f64: no assembly on this architecture")
+}
+
+func kern6x16zacc(k int, a *float64, lda int, b *float64, ldb int, c *float64, ldc int) {
+	panic("f64: no assembly on this architecture")
+}

@@ -42,6 +42,14 @@
 // pack a block of panels just before multiplying by it, on the goroutine
 // that does so. Transpose uses the same 4×4 register transposes.
 //
+// # AVX-512
+//
+// On CPUs with AVX-512F, Gemm and GemmAdd take two full panels at a time
+// through one more kernel, a 6×16 tile held in twelve 8-lane registers
+// (one per row and panel). Each lane runs the same chain of fused
+// multiply-adds over p = 0, 1, … as the AVX2 kernels, so the bits do not
+// change; only the time does (the same instructions do twice the work).
+//
 // # Products with an implicit left factor
 //
 // GemmGather and GemmGatherAdd run the same 4×8 kernel on an m×k matrix A

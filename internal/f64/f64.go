@@ -8,6 +8,10 @@ import (
 	"gonum.org/v1/gonum/floats"
 )
 
+// useAVX512 reports whether gemmAsm runs the two-panel AVX-512 kernels;
+// tests switch it off to compare them with the AVX2 kernels bit for bit.
+var useAVX512 = hasAVX512
+
 // useAsm reports whether the assembly kernels run. Tests switch it off to
 // check the fallback against the same expectations.
 var useAsm = hasAsm
@@ -370,67 +374,89 @@ func gemm(m int, a []float64, b *Packed, c []float64, q0, q1 int, acc bool) {
 // in every kernel. With acc the sums start from c's values instead of
 // zero.
 func gemmAsm(m, k, n int, a []float64, b *Packed, c []float64, q0, q1 int, acc bool) {
-	const mr = 4
-	var tile [mr * panelWidth]float64
 	panels := b.panels
-	for q := q0; q < q1; q++ {
-		panel := panels[q*k*panelWidth:]
-		c0 := q * panelWidth
-		w := min(panelWidth, n-c0)
+	for q := q0; q < q1; {
 		i := 0
-		if w == panelWidth {
+		if useAVX512 && q+1 < q1 && (q+2)*panelWidth <= n {
+			// Two full panels at once, six rows at a time, in 8-lane
+			// registers (the same bits as kern6x8 on each panel).
+			c0 := q * panelWidth
 			for ; i+6 <= m; i += 6 {
 				if acc {
-					kern6x8acc(k, &a[i*k], k, &panel[0], &c[i*n+c0], n)
+					kern6x16zacc(k, &a[i*k], k, &panels[q*k*panelWidth], k*panelWidth, &c[i*n+c0], n)
 				} else {
-					kern6x8(k, &a[i*k], k, &panel[0], &c[i*n+c0], n)
+					kern6x16z(k, &a[i*k], k, &panels[q*k*panelWidth], k*panelWidth, &c[i*n+c0], n)
 				}
 			}
-			for ; i+mr <= m; i += mr {
-				if acc {
-					kern4x8acc(k, &a[i*k], k, &panel[0], &c[i*n+c0], n)
-				} else {
-					kern4x8(k, &a[i*k], k, &panel[0], &c[i*n+c0], n)
-				}
-			}
-		} else {
-			for ; i+mr <= m; i += mr {
-				if acc {
-					for r := 0; r < mr; r++ {
-						copy(tile[r*panelWidth:r*panelWidth+w], c[(i+r)*n+c0:(i+r)*n+c0+w])
-					}
-					kern4x8acc(k, &a[i*k], k, &panel[0], &tile[0], panelWidth)
-				} else {
-					kern4x8(k, &a[i*k], k, &panel[0], &tile[0], panelWidth)
-				}
-				for r := 0; r < mr; r++ {
-					copy(c[(i+r)*n+c0:(i+r)*n+c0+w], tile[r*panelWidth:r*panelWidth+w])
-				}
-			}
-		}
-		if i == m {
+			gemmPanelRows(m, k, n, a, panels, c, q, i, acc)
+			gemmPanelRows(m, k, n, a, panels, c, q+1, i, acc)
+			q += 2
 			continue
 		}
-		// The last h < 4 rows: kern4x8off reads row i+r of a at
-		// (i+r)·k + p, with the last row repeated into the unused tile
-		// rows; all indices are below m·k = len(a).
-		h := m - i
-		var rr [mr]int
-		for r := range rr {
-			rr[r] = (i + min(r, h-1)) * k
-		}
-		offs := iota(k)
-		if acc {
-			for r := 0; r < h; r++ {
-				copy(tile[r*panelWidth:r*panelWidth+w], c[(i+r)*n+c0:(i+r)*n+c0+w])
+		gemmPanelRows(m, k, n, a, panels, c, q, 0, acc)
+		q++
+	}
+}
+
+// gemmPanelRows computes rows i … m−1 of the columns of panel q of c.
+func gemmPanelRows(m, k, n int, a, panels, c []float64, q, i int, acc bool) {
+	const mr = 4
+	var tile [mr * panelWidth]float64
+	panel := panels[q*k*panelWidth:]
+	c0 := q * panelWidth
+	w := min(panelWidth, n-c0)
+	if w == panelWidth {
+		for ; i+6 <= m; i += 6 {
+			if acc {
+				kern6x8acc(k, &a[i*k], k, &panel[0], &c[i*n+c0], n)
+			} else {
+				kern6x8(k, &a[i*k], k, &panel[0], &c[i*n+c0], n)
 			}
-			kern4x8offacc(k, &a[0], &rr, &offs[0], &panel[0], &tile[0], panelWidth)
-		} else {
-			kern4x8off(k, &a[0], &rr, &offs[0], &panel[0], &tile[0], panelWidth)
 		}
+		for ; i+mr <= m; i += mr {
+			if acc {
+				kern4x8acc(k, &a[i*k], k, &panel[0], &c[i*n+c0], n)
+			} else {
+				kern4x8(k, &a[i*k], k, &panel[0], &c[i*n+c0], n)
+			}
+		}
+	} else {
+		for ; i+mr <= m; i += mr {
+			if acc {
+				for r := 0; r < mr; r++ {
+					copy(tile[r*panelWidth:r*panelWidth+w], c[(i+r)*n+c0:(i+r)*n+c0+w])
+				}
+				kern4x8acc(k, &a[i*k], k, &panel[0], &tile[0], panelWidth)
+			} else {
+				kern4x8(k, &a[i*k], k, &panel[0], &tile[0], panelWidth)
+			}
+			for r := 0; r < mr; r++ {
+				copy(c[(i+r)*n+c0:(i+r)*n+c0+w], tile[r*panelWidth:r*panelWidth+w])
+			}
+		}
+	}
+	if i == m {
+		return
+	}
+	// The last h < 4 rows: kern4x8off reads row i+r of a at
+	// (i+r)·k + p, with the last row repeated into the unused tile
+	// rows; all indices are below m·k = len(a).
+	h := m - i
+	var rr [mr]int
+	for r := range rr {
+		rr[r] = (i + min(r, h-1)) * k
+	}
+	offs := iota(k)
+	if acc {
 		for r := 0; r < h; r++ {
-			copy(c[(i+r)*n+c0:(i+r)*n+c0+w], tile[r*panelWidth:r*panelWidth+w])
+			copy(tile[r*panelWidth:r*panelWidth+w], c[(i+r)*n+c0:(i+r)*n+c0+w])
 		}
+		kern4x8offacc(k, &a[0], &rr, &offs[0], &panel[0], &tile[0], panelWidth)
+	} else {
+		kern4x8off(k, &a[0], &rr, &offs[0], &panel[0], &tile[0], panelWidth)
+	}
+	for r := 0; r < h; r++ {
+		copy(c[(i+r)*n+c0:(i+r)*n+c0+w], tile[r*panelWidth:r*panelWidth+w])
 	}
 }
 
