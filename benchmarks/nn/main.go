@@ -129,7 +129,7 @@ func run(c config, w io.Writer) error {
 		return fmt.Errorf("bad configuration %+v", c)
 	}
 	runtime.GOMAXPROCS(c.threads)
-	peak, clock := harness.PeakGFLOPS(c.threads)
+	peak, clock, lanes := harness.PeakGFLOPS(c.threads)
 	fmt.Fprintf(w, "One training step (forward, backward, Adam) of Sinkhorn networks, float64, %d thread(s) on each side\n\n", c.threads)
 	var results []result
 	for _, name := range c.cases {
@@ -161,7 +161,7 @@ func run(c config, w io.Writer) error {
 	}
 	fmt.Fprintf(w, "\nMedians of %d timed steps per side (%d rounds of blocks of %d, the first step of each block untimed) after %d warm-up round(s); load average %s on %d CPUs.\n",
 		c.reps*max(c.block-1, 1), c.reps, c.block, c.warmup, harness.LoadAvg(1), runtime.NumCPU())
-	fmt.Fprintf(w, "Peak %.1f GFLOP/s = %d core(s) × 16 flops/cycle (two 4-wide FMA units) × %.2f GHz (/proc/cpuinfo).\n", peak, c.threads, clock)
+	fmt.Fprintf(w, "Peak %.1f GFLOP/s = %d core(s) × %d flops/cycle (two %d-wide FMA units) × %.2f GHz (/proc/cpuinfo).\n", peak, c.threads, 4*lanes, lanes, clock)
 	fmt.Fprintln(w, flopNote)
 	for _, r := range results {
 		fmt.Fprintf(w, "- %s: %s.", r.p.name, r.p.desc)

@@ -327,11 +327,10 @@ func maxRelDiff(params []*ad.Param, a, b []float64) float64 {
 
 // printTable prints the medians, ratios and rates of the results.
 func printTable(c config, results []result, w io.Writer) {
-	peak, clock := harness.PeakGFLOPS(c.threads)
-	lanes := 4
+	peak, clock, lanes := harness.PeakGFLOPS(c.threads)
 	if c.precision == nn.Float32 {
-		// Eight float32 lanes per FMA instead of four float64 ones.
-		peak, lanes = 2*peak, 8
+		// Twice as many float32 lanes per FMA as float64 ones.
+		peak, lanes = 2*peak, 2*lanes
 	}
 	fmt.Fprintf(w, "\n| estimator | GFLOP/step | PyTorch wall (ms) | permlab wall (ms) | ratio wall | ratio CPU | permlab GFLOP/s (%% of peak) | PyTorch GFLOP/s |\n|---|---:|---:|---:|---:|---:|---:|---:|\n")
 	for _, r := range results {
