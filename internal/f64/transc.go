@@ -13,20 +13,7 @@ import "math"
 // Entries outside [−708, 708], where math.Exp branches (overflow,
 // subnormal results, infinities, NaN), go through math.Exp itself, four at
 // a time.
-func Exp(dst, x []float64) {
-	n := len(x)
-	if len(dst) < n {
-		panic("f64: Exp: dst shorter than x")
-	}
-	i := 0
-	if useAsm {
-		i = vectorized(n, func(i int) int { return expAsm(n-i, &dst[i], &x[i]) },
-			func(j int) { dst[j] = math.Exp(x[j]) })
-	}
-	for ; i < n; i++ {
-		dst[i] = math.Exp(x[i])
-	}
-}
+func Exp(dst, x []float64) { apply("Exp", dst, x, useAsm, expAsm, math.Exp) }
 
 // Log sets dst[i] = math.Log(x[i]) for i < len(x), with exactly the bits
 // math.Log returns. dst may be x itself; otherwise the two must not
@@ -37,20 +24,7 @@ func Exp(dst, x []float64) {
 // its polynomial in s = f/(2+f), no fused multiply-adds) on four positive
 // normal entries at a time; other entries (zero, subnormal, negative,
 // infinite, NaN) go through math.Log, four at a time.
-func Log(dst, x []float64) {
-	n := len(x)
-	if len(dst) < n {
-		panic("f64: Log: dst shorter than x")
-	}
-	i := 0
-	if useAsm {
-		i = vectorized(n, func(i int) int { return logAsm(n-i, &dst[i], &x[i]) },
-			func(j int) { dst[j] = math.Log(x[j]) })
-	}
-	for ; i < n; i++ {
-		dst[i] = math.Log(x[i])
-	}
-}
+func Log(dst, x []float64) { apply("Log", dst, x, useAsm, logAsm, math.Log) }
 
 // Log1p sets dst[i] = math.Log1p(x[i]) for i < len(x), with exactly the
 // bits math.Log1p returns. dst may be x itself; otherwise the two must not
@@ -65,37 +39,31 @@ func Log(dst, x []float64) {
 // math.Log1p, four at a time. It runs on amd64 with AVX2 and FMA unless the
 // build targets GOAMD64=v3 or above, where the compiler may fuse the
 // multiply-adds of math.Log1p's Go code and the bits would differ.
-func Log1p(dst, x []float64) {
+func Log1p(dst, x []float64) { apply("Log1p", dst, x, useAsm && log1pVec, log1pAsm, math.Log1p) }
+
+// apply sets dst[i] = f(x[i]) for i < len(x). With vec, kern does the
+// first n − n mod 4 entries four at a time: kern(n, dst, x) processes
+// groups from the start and returns how many entries it did, stopping
+// before the first group it cannot take, which f then does entry by
+// entry before kern goes on after it. f does the tail.
+func apply(name string, dst, x []float64, vec bool, kern func(n int, dst, x *float64) int, f func(float64) float64) {
 	n := len(x)
 	if len(dst) < n {
-		panic("f64: Log1p: dst shorter than x")
+		panic("f64: " + name + ": dst shorter than x")
 	}
 	i := 0
-	if useAsm && log1pVec {
-		i = vectorized(n, func(i int) int { return log1pAsm(n-i, &dst[i], &x[i]) },
-			func(j int) { dst[j] = math.Log1p(x[j]) })
-	}
-	for ; i < n; i++ {
-		dst[i] = math.Log1p(x[i])
-	}
-}
-
-// vectorized runs a four-wide kernel over the first n − n mod 4 entries:
-// run(i) processes groups from entry i on and returns how many entries it
-// did, stopping before the first group it cannot take, which scalar(j)
-// then does entry by entry. It returns the number of entries done.
-func vectorized(n int, run func(i int) int, scalar func(j int)) int {
-	i := 0
-	for i+4 <= n {
-		i += run(i)
+	for vec && i+4 <= n {
+		i += kern(n-i, &dst[i], &x[i])
 		if i+4 <= n {
 			for j := i; j < i+4; j++ {
-				scalar(j)
+				dst[j] = f(x[j])
 			}
 			i += 4
 		}
 	}
-	return i
+	for ; i < n; i++ {
+		dst[i] = f(x[i])
+	}
 }
 
 // AddLogisticGrad adds g·(σ(x[i]) − y[i]) to dst[i] for i < len(dst), the
