@@ -10,14 +10,16 @@ import (
 // paths runs f on the assembly path (where the CPU has it) and on the Go
 // loop.
 func paths(t *testing.T, f func(t *testing.T)) {
-	saved := useAsm
-	defer func() { useAsm = saved }()
-	for _, asm := range []bool{true, false} {
-		if asm && !hasAsm {
+	savedAsm, saved512 := useAsm, useAVX512
+	defer func() { useAsm, useAVX512 = savedAsm, saved512 }()
+	for _, p := range []struct {
+		asm, wide, ok bool
+	}{{true, true, hasAVX512}, {true, false, hasAsm}, {false, false, true}} {
+		if !p.ok {
 			continue
 		}
-		useAsm = asm
-		t.Run(fmt.Sprintf("asm=%v", asm), f)
+		useAsm, useAVX512 = p.asm, p.wide
+		t.Run(fmt.Sprintf("asm=%v,avx512=%v", p.asm, p.wide), f)
 	}
 }
 

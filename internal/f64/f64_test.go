@@ -11,19 +11,23 @@ import (
 // paths runs f once with the assembly kernels (where the machine has them)
 // and once with the fallback.
 func paths(t *testing.T, f func(t *testing.T)) {
-	saved := useAsm
-	defer func() { useAsm = saved }()
-	for _, asm := range []bool{false, true} {
-		name := "fallback"
-		if asm {
-			name = "asm"
-			if !hasAsm {
-				t.Log("no AVX2/FMA on this machine: assembly path not tested")
-				continue
-			}
+	savedAsm, saved512 := useAsm, useAVX512
+	defer func() { useAsm, useAVX512 = savedAsm, saved512 }()
+	for _, p := range []struct {
+		name       string
+		asm, wide  bool
+		need, have bool
+	}{
+		{"fallback", false, false, false, true},
+		{"asm", true, false, true, hasAsm},
+		{"asm-avx512", true, true, true, hasAVX512},
+	} {
+		if p.need && !p.have {
+			t.Logf("this machine cannot run the %s path: not tested", p.name)
+			continue
 		}
-		useAsm = asm
-		t.Run(name, f)
+		useAsm, useAVX512 = p.asm, p.wide
+		t.Run(p.name, f)
 	}
 }
 
