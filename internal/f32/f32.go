@@ -72,8 +72,6 @@ func PackLeftTrans(l *Left, at []float64, b0, b1 int) {
 		m4, k4 = (i1-i0)&^3, k&^3
 		if m4 > 0 && k4 > 0 {
 			packLeftTransAsm(m4, k4, &at[i0], m, &l.data[i0*k], k)
-		} else {
-			m4, k4 = 0, 0
 		}
 	}
 	for i := i0; i < i1; i++ {

@@ -364,17 +364,20 @@ func gemm(m int, a []float64, b *Packed, c []float64, q0, q1 int, acc bool) {
 }
 
 // gemmAsm computes the columns of panels q0 … q1−1 of c. Panels are the
-// outer loop, so that a panel is read from cache by every row block. In
-// an 8-wide panel, rows go six at a time through kern6x8 (twelve running
-// sums, enough to keep both FMA pipes busy), then four at a time through
-// kern4x8; in the narrower last panel, four at a time into a scratch
-// tile. The last rows (fewer than four) go through the same kernel,
-// reading a through kern4x8off's tables (rows at i·k, taps 0 … k−1).
-// Every entry is the same chain of fused multiply-adds over p = 0, 1, …
-// in every kernel. With acc the sums start from c's values instead of
-// zero.
+// outer loop, so that a panel is read from cache by every row block. With
+// AVX-512, two full 8-wide panels go together, rows six at a time through
+// kern6x16z; the rows left over, and every panel without AVX-512, go
+// through gemmPanelRows. In an 8-wide panel, rows go six at a time
+// through kern6x8 (twelve running sums, enough to keep both FMA pipes
+// busy), then four at a time through kern4x8; in the narrower last panel,
+// four at a time into a scratch tile. The last rows (fewer than four) go
+// through the same kernel, reading a through kern4x8off's tables (rows at
+// i·k, taps 0 … k−1). Every entry is the same chain of fused
+// multiply-adds over p = 0, 1, … in every kernel. With acc the sums start
+// from c's values instead of zero.
 func gemmAsm(m, k, n int, a []float64, b *Packed, c []float64, q0, q1 int, acc bool) {
 	panels := b.panels
+	var tile [gemmMR * panelWidth]float64
 	for q := q0; q < q1; {
 		i := 0
 		if useAVX512 && q+1 < q1 && (q+2)*panelWidth <= n {
@@ -388,20 +391,23 @@ func gemmAsm(m, k, n int, a []float64, b *Packed, c []float64, q0, q1 int, acc b
 					kern6x16z(k, &a[i*k], k, &panels[q*k*panelWidth], k*panelWidth, &c[i*n+c0], n)
 				}
 			}
-			gemmPanelRows(m, k, n, a, panels, c, q, i, acc)
-			gemmPanelRows(m, k, n, a, panels, c, q+1, i, acc)
+			gemmPanelRows(m, k, n, a, panels, c, q, i, acc, &tile)
+			gemmPanelRows(m, k, n, a, panels, c, q+1, i, acc, &tile)
 			q += 2
 			continue
 		}
-		gemmPanelRows(m, k, n, a, panels, c, q, 0, acc)
+		gemmPanelRows(m, k, n, a, panels, c, q, 0, acc, &tile)
 		q++
 	}
 }
 
-// gemmPanelRows computes rows i … m−1 of the columns of panel q of c.
-func gemmPanelRows(m, k, n int, a, panels, c []float64, q, i int, acc bool) {
-	const mr = 4
-	var tile [mr * panelWidth]float64
+// gemmMR is the number of rows of kern4x8 and of gemmAsm's scratch tile.
+const gemmMR = 4
+
+// gemmPanelRows computes rows i … m−1 of the columns of panel q of c,
+// with tile as scratch for edge tiles.
+func gemmPanelRows(m, k, n int, a, panels, c []float64, q, i int, acc bool, tile *[gemmMR * panelWidth]float64) {
+	const mr = gemmMR
 	panel := panels[q*k*panelWidth:]
 	c0 := q * panelWidth
 	w := min(panelWidth, n-c0)

@@ -115,11 +115,10 @@ func BinaryCrossEntropyWithLogits(logits, targets *ad.Var) *ad.Var {
 	// goroutines does not change a bit.
 	// f64.Exp and f64.Log1p give math.Exp's and math.Log1p's bits, four
 	// entries at a time where the CPU allows.
-	e := t.AllocRaw(len(x))
+	e, lp := t.AllocRaw(len(x)), t.AllocRaw(len(x)) // lp: log1p(e)
 	byRows(rows, d, func(r0, r1 int) {
-		lp := make([]float64, d) // log1p(e) of one row
 		for r := r0; r < r1; r++ {
-			xr, yr, er := x[r*d:(r+1)*d], y[r*d:(r+1)*d], e[r*d:(r+1)*d]
+			xr, yr, er, lp := x[r*d:(r+1)*d], y[r*d:(r+1)*d], e[r*d:(r+1)*d], lp[r*d:(r+1)*d]
 			for k, v := range xr {
 				er[k] = -math.Abs(v)
 			}
