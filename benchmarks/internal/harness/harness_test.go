@@ -215,6 +215,9 @@ func TestReferenceBLAS(t *testing.T) {
 	assert.True(t, ReferenceBLAS([]string{"/usr/lib/x86_64-linux-gnu/blas/libblas.so.3"}))
 	assert.False(t, ReferenceBLAS([]string{"/usr/lib/x86_64-linux-gnu/openblas-pthread/libblas.so.3", "/usr/lib/x86_64-linux-gnu/libopenblas.so.0"}))
 	assert.False(t, ReferenceBLAS([]string{"/opt/intel/lib/libmkl_rt.so.2"}))
+	// Measured: with libblas.so.3 on the reference BLAS, NumPy still maps
+	// OpenBLAS, but torch's products run on the reference library.
+	assert.True(t, ReferenceBLAS([]string{"/usr/lib/x86_64-linux-gnu/blas/libblas.so.3.11.0", "/usr/lib/x86_64-linux-gnu/openblas-pthread/libopenblasp-r0.3.21.so"}))
 	assert.False(t, ReferenceBLAS(nil), "nothing reported is not a warning")
 	assert.Equal(t, "BLAS: not reported", (&Python{}).BLASNote())
 	assert.NotContains(t, (&Python{BLAS: []string{"/usr/lib/libopenblas.so.0"}}).BLASNote(), "WARNING")

@@ -194,13 +194,20 @@ func (py *Python) BLASNote() string {
 	return note
 }
 
-// ReferenceBLAS reports whether libs holds no optimized BLAS (OpenBLAS,
-// MKL, BLIS), only the reference implementation.
+// ReferenceBLAS reports whether the libblas.so that torch calls, among
+// libs, is the reference implementation: a libblas.so whose path names no
+// optimized BLAS (OpenBLAS, MKL, BLIS), as Debian's libblas3 in
+// /usr/lib/<arch>/blas/. The other libraries do not count: NumPy maps
+// OpenBLAS itself even when libblas.so.3 points at the reference BLAS.
 func ReferenceBLAS(libs []string) bool {
 	for _, l := range libs {
-		if strings.Contains(l, "openblas") || strings.Contains(l, "mkl") || strings.Contains(l, "blis") {
-			return false
+		name := l[strings.LastIndex(l, "/")+1:]
+		if !strings.HasPrefix(name, "libblas.so") {
+			continue
+		}
+		if !strings.Contains(l, "openblas") && !strings.Contains(l, "mkl") && !strings.Contains(l, "blis") {
+			return true
 		}
 	}
-	return len(libs) > 0
+	return false
 }
