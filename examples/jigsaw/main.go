@@ -44,8 +44,10 @@
 // above the truth, which no search can mend (jigsaw.Net.SearchGap).
 // Against those, -fit-pairs FILE fits the decoder's compatibility matrices
 // to its hard score on the validation images after the first -eval, saves
-// them and evaluates the first -eval with them; -pairs FILE decodes with
-// saved ones (our best at 6 × 6):
+// them and evaluates the first -eval with them (-fit-unary fits the weight
+// of the network's logits too, -fit-margin pixels makes the hinge count
+// misplaced pixels rather than pieces); -pairs FILE decodes with saved ones
+// (our best at 6 × 6):
 //
 //	go run ./examples/jigsaw -mnist DIR -p 6 -load NET.gob -val -eval 2000 -pairwise 3 -anneal 1600000 -fit-pairs /tmp/pairs.json
 //
@@ -138,6 +140,8 @@ func main() {
 	flag.Float64Var(&o.fit.LR, "fit-lr", 0.01, "Adam learning rate of -fit-pairs")
 	flag.IntVar(&o.fit.Anneal, "fit-anneal", 100000, "annealing proposals of each loss-augmented decoding of -fit-pairs")
 	flag.IntVar(&o.fitN, "fit-n", 0, "puzzles -fit-pairs fits on (0: every validation image after the first -eval)")
+	flag.StringVar((*string)(&o.fit.Margin), "fit-margin", "pieces", "loss of -fit-pairs' hinge: pieces (positions whose piece is wrong) or pixels (the l1 error of the reconstruction, scaled so that a wrong piece costs 1 on average)")
+	flag.BoolVar(&o.fit.FitUnary, "fit-unary", false, "let -fit-pairs fit the weight of the network's logits too (kept in the -fit-pairs file)")
 	flag.Parse()
 	o.fit.Seed = o.seed
 	o.dec.Seed = o.seed
@@ -379,8 +383,12 @@ func pairWeights(o options, net *jigsaw.Net, val *dataset.Images, rec *record) (
 	w, err := net.FitPairs(z, o.dec, nil, o.fit, func(p jigsaw.FitProgress) {
 		fr.Epochs = append(fr.Epochs, p)
 		if !o.quiet {
-			fmt.Fprintf(os.Stderr, "fit-pairs epoch %d/%d: mean hinge %.4f, %.1f%% of puzzles at the truth, %.0fs\n",
-				p.Epoch, o.fit.Epochs, p.Hinge, 100*p.AtTruth, time.Since(start).Seconds())
+			unary := ""
+			if o.fit.FitUnary {
+				unary = fmt.Sprintf(", weight of the logits %.4f", p.Unary)
+			}
+			fmt.Fprintf(os.Stderr, "fit-pairs epoch %d/%d: mean hinge %.4f, %.1f%% of puzzles at the truth%s, %.0fs\n",
+				p.Epoch, o.fit.Epochs, p.Hinge, 100*p.AtTruth, unary, time.Since(start).Seconds())
 		}
 	})
 	if err != nil {

@@ -239,6 +239,23 @@ func TestFitPairsFlags(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, 7, rec.Fit.Puzzles)
 
+	// -fit-unary and -fit-margin pixels: the weight of the logits is
+	// fitted, saved and reported per epoch; a margin of another name is
+	// an error.
+	o.fitN = 0
+	o.fit.FitUnary, o.fit.Margin = true, jigsaw.MarginPixels
+	w, err = pairWeights(o, net, val, &rec)
+	require.NoError(t, err)
+	assert.NotZero(t, w.Unary)
+	assert.Equal(t, w.Unary, rec.Fit.Epochs[1].Unary)
+	assert.Equal(t, jigsaw.MarginPixels, rec.Fit.Config.Margin)
+	back, err = jigsaw.LoadPairsFile(path)
+	require.NoError(t, err)
+	assert.Equal(t, w, back)
+	o.fit.Margin = "ink"
+	_, err = pairWeights(o, net, val, &rec)
+	assert.ErrorContains(t, err, "margin")
+
 	// -pairs reads them back.
 	o2 := options{pairs: path}
 	var rec2 record

@@ -23,8 +23,9 @@ import (
 //	E(σ) = Σ_i g[i, σ(i)] + Σ_{q left of q'} w_h(at(q), at(q')) + Σ_{q above q'} w_v(at(q), at(q')),
 //	w_h(i, j) = λ c_h(i, j) − μ D_h(i, j),
 //
-// with g the network's final logits, at(q) the piece placed at q, λ =
-// Pairwise and μ = Seam. c is the learned compatibility of two pieces side
+// with g the network's final logits (weighted by Pair.Unary when fitted
+// pair weights carry one), at(q) the piece placed at q, λ = Pairwise and
+// μ = Seam. c is the learned compatibility of two pieces side
 // by side (networks with Config.Refine only): for piece j right of piece i,
 // c_h(i, j) = b_right(i)ᵀ M_right b_left(j) + b_left(j)ᵀ M_left b_right(i),
 // the two terms that a round of edge matching adds when its assignment is
@@ -151,7 +152,7 @@ func (n *Net) SolveWith(z *Puzzles, d Decoder) ([]perm.Perm, error) {
 	}
 	n.eachPuzzle(len(preds), func(s *arranger, b int) {
 		n.pairTables(s.h, s.v, n.scrambledOf(z, b), d)
-		s.decode(preds[b], logits[b].RawMatrix().Data, d, uint64(b))
+		s.decode(preds[b], s.unaryScores(logits[b].RawMatrix().Data, d.Pair), d, uint64(b))
 	})
 	return preds, nil
 }
@@ -299,6 +300,24 @@ type arranger struct {
 	start     []int     // the climbed M(g), where every restart begins
 	won       []int     // the best arrangement over the restarts
 	margin    []float64 // scratch unary scores of Net.FitPairs
+	weighted  []float64 // the logits times PairWeights.Unary (unaryScores)
+}
+
+// unaryScores returns the unary scores of E for the logits g: g itself, or,
+// when w weighs the logits (PairWeights.Unary not 0 or 1), g times that
+// weight in a buffer of s.
+func (s *arranger) unaryScores(g []float64, w *PairWeights) []float64 {
+	a := w.unary()
+	if a == 1 {
+		return g
+	}
+	if len(s.weighted) != len(g) {
+		s.weighted = make([]float64, len(g))
+	}
+	for k, x := range g {
+		s.weighted[k] = a * x
+	}
+	return s.weighted
 }
 
 func newArranger(p int) *arranger {
@@ -544,7 +563,7 @@ func (n *Net) SearchGap(z *Puzzles, preds []perm.Perm, d Decoder) (SearchGap, er
 	decoded, truth := make([]float64, len(preds)), make([]float64, len(preds))
 	n.eachPuzzle(len(preds), func(s *arranger, b int) {
 		n.pairTables(s.h, s.v, n.scrambledOf(z, b), d)
-		s.u, s.lam = logits[b].RawMatrix().Data, d.scale()
+		s.u, s.lam = s.unaryScores(logits[b].RawMatrix().Data, d.Pair), d.scale()
 		s.place(preds[b])
 		decoded[b] = s.energy()
 		s.place(z.Perms[b])

@@ -64,7 +64,9 @@
 // least as high as the truth, which no search can mend. Against the
 // latter, Net.FitPairs fits the compatibility matrices to the hard score
 // itself (a structured hinge loss over held-out puzzles, the network left
-// as it is), and Decoder.Pair decodes with them.
+// as it is; optionally with the weight of the logits, and with a loss that
+// counts misplaced pixels rather than pieces), and Decoder.Pair decodes
+// with them.
 //
 // # Training
 //

@@ -23,6 +23,11 @@ import (
 // for piece j right of (below) piece i. The network's compatibilities are
 // of this form with H = M_right + M_leftᵀ and V = M_bottom + M_topᵀ
 // (Net.PairWeights).
+//
+// Unary, when neither 0 nor 1, weighs the network's logits too: the decoder
+// scores E(σ) = Unary·Σ_i g[i, σ(i)] + the pairwise terms (see Decoder).
+// Net.FitPairs fits it with FitConfig.FitUnary; 0 stands for 1, the weight
+// of Net.PairWeights and of files of version 1.
 type PairWeights struct {
 	// Depth is the number of pixel rows in a strip.
 	Depth int
@@ -31,6 +36,15 @@ type PairWeights struct {
 	// LenV × LenV, row-major.
 	LenH, LenV int
 	H, V       []float64
+	Unary      float64
+}
+
+// unary returns the weight of the logits: Unary, or 1 when it is 0.
+func (w *PairWeights) unary() float64 {
+	if w == nil || w.Unary == 0 {
+		return 1
+	}
+	return w.Unary
 }
 
 // validate checks w against the pieces of grid g.
@@ -42,6 +56,8 @@ func (w *PairWeights) validate(g Grid) error {
 		return fmt.Errorf("pair weights: strips of %d and %d values, the pieces give %d and %d", w.LenH, w.LenV, stripLen(g, w.Depth, 2), stripLen(g, w.Depth, 0))
 	case len(w.H) != w.LenH*w.LenH || len(w.V) != w.LenV*w.LenV:
 		return fmt.Errorf("pair weights: %d and %d matrix entries, want %d and %d", len(w.H), len(w.V), w.LenH*w.LenH, w.LenV*w.LenV)
+	case !(w.Unary >= 0) || math.IsInf(w.Unary, 0):
+		return fmt.Errorf("pair weights: unary weight %v must be finite and >= 0", w.Unary)
 	}
 	for _, x := range w.H {
 		if math.IsNaN(x) || math.IsInf(x, 0) {
@@ -124,7 +140,30 @@ type FitConfig struct {
 	Anneal int
 	// Seed seeds the shuffling and the annealing.
 	Seed uint64
+	// Margin is the loss Δ of the structured hinge (see FitPairs):
+	// MarginPieces (the zero value) or MarginPixels.
+	Margin Margin `json:",omitempty"`
+	// FitUnary fits the weight of the network's logits (PairWeights.Unary)
+	// with the matrices; otherwise it stays at its start value.
+	FitUnary bool `json:",omitempty"`
 }
+
+// Margin names the loss Δ(σ, σ*) that Net.FitPairs adds to the score of a
+// wrong arrangement σ.
+type Margin string
+
+const (
+	// MarginPieces counts the positions whose piece differs in its pixels
+	// from the true one: the index-based error up to identical pieces.
+	MarginPieces Margin = "pieces"
+	// MarginPixels sums, over the positions, the l1 distance between the
+	// piece put there and the true one, divided by the mean of that
+	// distance over the differing (piece, position) pairs of all the
+	// fitting puzzles: Δ is then proportional to the l1 error of the
+	// reconstruction, and a differing piece costs 1 on average, as with
+	// MarginPieces. It weighs the loss toward misplaced ink.
+	MarginPixels Margin = "pixels"
+)
 
 func (c FitConfig) validate() error {
 	switch {
@@ -136,6 +175,8 @@ func (c FitConfig) validate() error {
 		return fmt.Errorf("learning rate %v must be finite and > 0", c.LR)
 	case c.Anneal < 0:
 		return fmt.Errorf("anneal %d must be >= 0", c.Anneal)
+	case c.Margin != "" && c.Margin != MarginPieces && c.Margin != MarginPixels:
+		return fmt.Errorf("margin %q: want %q or %q", c.Margin, MarginPieces, MarginPixels)
 	}
 	return nil
 }
@@ -149,6 +190,9 @@ type FitProgress struct {
 	AtTruth   float64
 	Puzzles   int
 	StepsDone int
+	// Unary is the weight of the logits after the epoch (with
+	// FitConfig.FitUnary; 0 otherwise).
+	Unary float64 `json:",omitempty"`
 }
 
 // FitPairs fits the compatibility matrices of the decoder d to its hard
@@ -159,13 +203,15 @@ type FitProgress struct {
 //	ℓ(H, V) = mean over puzzles of max_σ [E(σ) + Δ(σ, σ*)] − E(σ*),
 //
 // with E the score of d with c from H and V (see Decoder), σ* the true
-// arrangement and Δ the number of positions whose piece differs, in its
-// pixels, from the true one (identical pieces may trade places). The max
-// is searched as SolveWith searches E, with Δ added to the logits and
-// fc.Anneal proposals; where the search ends below E(σ*) the puzzle counts
-// as at the truth. Its subgradient is λ times the difference of the strip
-// outer products Σ b_right(i) b_left(j)ᵀ (and bottom, top) over the
-// neighbours of the two arrangements; Adam takes the steps. Puzzles are
+// arrangement and Δ the loss of fc.Margin: by default the number of
+// positions whose piece differs, in its pixels, from the true one
+// (identical pieces may trade places). The max is searched as SolveWith
+// searches E, with Δ added to the logits and fc.Anneal proposals; where the
+// search ends below E(σ*) the puzzle counts as at the truth. Its
+// subgradient is λ times the difference of the strip outer products
+// Σ b_right(i) b_left(j)ᵀ (and bottom, top) over the neighbours of the two
+// arrangements, and, with fc.FitUnary, for the weight of the logits, the
+// difference of Σ_i g[i, σ(i)] between them; Adam takes the steps. Puzzles are
 // visited in an order shuffled by fc.Seed; each decoding has its own
 // random stream, so the result does not depend on GOMAXPROCS. progress,
 // if not nil, is called after every epoch.
@@ -194,12 +240,24 @@ func (n *Net) FitPairs(z *Puzzles, d Decoder, start *PairWeights, fc FitConfig, 
 		return nil, fmt.Errorf("jigsaw: FitPairs: %w", err)
 	}
 	w := &PairWeights{Depth: start.Depth, LenH: start.LenH, LenV: start.LenV,
-		H: append([]float64(nil), start.H...), V: append([]float64(nil), start.V...)}
+		H: append([]float64(nil), start.H...), V: append([]float64(nil), start.V...), Unary: start.Unary}
 	ph := ad.NewParam("pair.h", &ad.Tensor{Shape: []int{w.LenH, w.LenH}, Data: w.H})
 	pv := ad.NewParam("pair.v", &ad.Tensor{Shape: []int{w.LenV, w.LenV}, Data: w.V})
-	opt, err := optim.NewAdam([]*ad.Param{ph, pv})
+	params := []*ad.Param{ph, pv}
+	var pu *ad.Param
+	if fc.FitUnary {
+		pu = ad.NewParam("pair.unary", &ad.Tensor{Shape: []int{1}, Data: []float64{start.unary()}})
+		params = append(params, pu)
+	}
+	opt, err := optim.NewAdam(params)
 	if err != nil {
 		return nil, err
+	}
+	var pixScale float64 // 1 / the mean l1 distance of a differing pair (MarginPixels)
+	if fc.Margin == MarginPixels {
+		if pixScale, err = pixelMarginScale(z); err != nil {
+			return nil, fmt.Errorf("jigsaw: FitPairs: %w", err)
+		}
 	}
 	d.Pair = w
 	rng := rand.New(rand.NewPCG(fc.Seed, 0x70616972)) // "pair"
@@ -211,6 +269,7 @@ func (n *Net) FitPairs(z *Puzzles, d Decoder, start *PairWeights, fc FitConfig, 
 	// the search ended at the truth.
 	type result struct {
 		gh, gv []float64
+		gu     float64
 		hinge  float64
 		truth  bool
 	}
@@ -227,12 +286,16 @@ func (n *Net) FitPairs(z *Puzzles, d Decoder, start *PairWeights, fc FitConfig, 
 				b := batch[t]
 				scr := n.scrambledOf(z, b)
 				n.pairTables(s.h, s.v, scr, d)
-				g := logits[b].RawMatrix().Data
-				// Loss augmentation: +1 for every position whose true
-				// piece differs from the piece put there.
+				g := s.unaryScores(logits[b].RawMatrix().Data, w)
+				// Loss augmentation: Δ's share of every (piece, position)
+				// pair added to its unary score.
 				u := s.margin
 				copy(u, g)
-				addMargin(u, z, b)
+				if fc.Margin == MarginPixels {
+					addPixelMargin(u, z, b, pixScale)
+				} else {
+					addMargin(u, z, b)
+				}
 				pred := append(perm.Perm(nil), inits[b]...)
 				s.decode(pred, u, d, uint64(b))
 				s.u = u
@@ -249,13 +312,21 @@ func (n *Net) FitPairs(z *Puzzles, d Decoder, start *PairWeights, fc FitConfig, 
 					st := strips(n.grid, scr, 1, w.Depth)
 					outer(r.gh, r.gv, n.grid.P, pred, st, d.Pairwise)
 					outer(r.gh, r.gv, n.grid.P, z.Perms[b], st, -d.Pairwise)
+					if pu != nil {
+						raw := logits[b].RawMatrix().Data
+						r.gu = assigned(raw, pred) - assigned(raw, z.Perms[b])
+					}
 				}
 				res[t] = r
 			})
-			ph.ZeroGrad()
-			pv.ZeroGrad()
+			for _, p := range params {
+				p.ZeroGrad()
+			}
 			scale := 1 / float64(len(batch))
 			for _, r := range res {
+				if pu != nil {
+					pu.Grad.Data[0] += scale * r.gu
+				}
 				for i, x := range r.gh {
 					ph.Grad.Data[i] += scale * x
 				}
@@ -270,11 +341,20 @@ func (n *Net) FitPairs(z *Puzzles, d Decoder, start *PairWeights, fc FitConfig, 
 			if err := opt.Step(fc.LR); err != nil {
 				return nil, fmt.Errorf("jigsaw: FitPairs: %w", err)
 			}
+			if pu != nil {
+				if w.Unary = pu.Value.Data[0]; !(w.Unary > 0) {
+					return nil, fmt.Errorf("jigsaw: FitPairs: the weight of the logits fell to %v; a smaller learning rate may help", w.Unary)
+				}
+			}
 			steps++
 		}
 		if progress != nil {
-			progress(FitProgress{Epoch: epoch + 1, Hinge: sumHinge / float64(len(order)),
-				AtTruth: float64(atTruth) / float64(len(order)), Puzzles: len(order), StepsDone: steps})
+			fp := FitProgress{Epoch: epoch + 1, Hinge: sumHinge / float64(len(order)),
+				AtTruth: float64(atTruth) / float64(len(order)), Puzzles: len(order), StepsDone: steps}
+			if pu != nil {
+				fp.Unary = w.Unary
+			}
+			progress(fp)
 		}
 	}
 	if err := w.validate(n.grid); err != nil {
@@ -302,6 +382,65 @@ func addMargin(u []float64, z *Puzzles, b int) {
 			}
 		}
 	}
+}
+
+// pixelMarginScale returns 1 over the mean l1 distance between a scrambled
+// piece and a true position's piece, over the pairs of every puzzle of z
+// that differ (MarginPixels).
+func pixelMarginScale(z *Puzzles) (float64, error) {
+	nn2, ps := z.Grid.N(), z.Grid.PieceSize()
+	var sum float64
+	count := 0
+	for b := range z.Len() {
+		scr := z.Scrambled[b*nn2*ps : (b+1)*nn2*ps]
+		tru := z.Pieces[b*nn2*ps : (b+1)*nn2*ps]
+		for i := range nn2 {
+			for q := range nn2 {
+				if d := l1Dist(scr[i*ps:(i+1)*ps], tru[q*ps:(q+1)*ps]); d > 0 {
+					sum += d
+					count++
+				}
+			}
+		}
+	}
+	if count == 0 {
+		return 0, errors.New("pixel margin: every piece of every puzzle is identical to every other")
+	}
+	return float64(count) / sum, nil
+}
+
+// addPixelMargin adds to the unary scores u of puzzle b of z, for scrambled
+// piece i at position q, scale times the l1 distance between piece i and
+// the true piece of q.
+func addPixelMargin(u []float64, z *Puzzles, b int, scale float64) {
+	nn2, ps := z.Grid.N(), z.Grid.PieceSize()
+	scr := z.Scrambled[b*nn2*ps : (b+1)*nn2*ps]
+	tru := z.Pieces[b*nn2*ps : (b+1)*nn2*ps]
+	for i := range nn2 {
+		for q := range nn2 {
+			u[i*nn2+q] += scale * l1Dist(scr[i*ps:(i+1)*ps], tru[q*ps:(q+1)*ps])
+		}
+	}
+}
+
+// l1Dist returns Σ_k |a[k] − b[k]|.
+func l1Dist(a, b []float64) float64 {
+	s := 0.0
+	for k, x := range a {
+		s += math.Abs(x - b[k])
+	}
+	return s
+}
+
+// assigned returns Σ_i g[i, pred(i)], the logits of arrangement pred, with
+// g an N × N row-major matrix.
+func assigned(g []float64, pred perm.Perm) float64 {
+	n := len(pred)
+	s := 0.0
+	for i, q := range pred {
+		s += g[i*n+q]
+	}
+	return s
 }
 
 // outer adds sign times the features of arrangement pred (piece →
@@ -345,19 +484,27 @@ type pairsFile struct {
 	LenV    int       `json:"len_v"`
 	H       []float64 `json:"h"`
 	V       []float64 `json:"v"`
+	Unary   float64   `json:"unary,omitempty"`
 }
 
 const (
-	pairsFormat  = "permlab-jigsaw-pair-weights"
-	pairsVersion = 1
+	pairsFormat = "permlab-jigsaw-pair-weights"
+	// pairsVersion is the newest version this build reads; version 1 has
+	// no unary weight.
+	pairsVersion = 2
 )
 
 // SavePairsFile writes w to path as JSON (format
-// "permlab-jigsaw-pair-weights", version 1: depth, len_h, len_v and the
-// row-major matrices h and v).
+// "permlab-jigsaw-pair-weights": depth, len_h, len_v, the row-major
+// matrices h and v, and, in version 2, the weight of the logits unary).
+// Weights whose Unary is 0 or 1 are written as version 1, which has no
+// unary field, so files of earlier fits read the same.
 func SavePairsFile(path string, w *PairWeights) error {
-	b, err := json.MarshalIndent(pairsFile{Format: pairsFormat, Version: pairsVersion, Depth: w.Depth,
-		LenH: w.LenH, LenV: w.LenV, H: w.H, V: w.V}, "", " ")
+	f := pairsFile{Format: pairsFormat, Version: 1, Depth: w.Depth, LenH: w.LenH, LenV: w.LenV, H: w.H, V: w.V}
+	if w.unary() != 1 {
+		f.Version, f.Unary = 2, w.Unary
+	}
+	b, err := json.MarshalIndent(f, "", " ")
 	if err != nil {
 		return fmt.Errorf("jigsaw: SavePairsFile: %w", err)
 	}
@@ -384,10 +531,14 @@ func LoadPairsFile(path string) (*PairWeights, error) {
 	switch {
 	case f.Format != pairsFormat:
 		return nil, fmt.Errorf("jigsaw: LoadPairsFile: %s: format %q, want %q", path, f.Format, pairsFormat)
-	case f.Version != pairsVersion:
-		return nil, fmt.Errorf("jigsaw: LoadPairsFile: %s: version %d, this build reads %d", path, f.Version, pairsVersion)
+	case f.Version < 1 || f.Version > pairsVersion:
+		return nil, fmt.Errorf("jigsaw: LoadPairsFile: %s: version %d, this build reads 1 to %d", path, f.Version, pairsVersion)
+	case f.Version == 1 && f.Unary != 0:
+		return nil, fmt.Errorf("jigsaw: LoadPairsFile: %s: version 1 has no unary weight, found %v", path, f.Unary)
+	case f.Version == 2 && (!(f.Unary > 0) || math.IsInf(f.Unary, 0)):
+		return nil, fmt.Errorf("jigsaw: LoadPairsFile: %s: unary weight %v must be finite and > 0", path, f.Unary)
 	case f.Depth < 1 || f.LenH < 1 || f.LenV < 1 || len(f.H) != f.LenH*f.LenH || len(f.V) != f.LenV*f.LenV:
 		return nil, fmt.Errorf("jigsaw: LoadPairsFile: %s: depth %d, matrices of %d and %d entries for strips of %d and %d", path, f.Depth, len(f.H), len(f.V), f.LenH, f.LenV)
 	}
-	return &PairWeights{Depth: f.Depth, LenH: f.LenH, LenV: f.LenV, H: f.H, V: f.V}, nil
+	return &PairWeights{Depth: f.Depth, LenH: f.LenH, LenV: f.LenV, H: f.H, V: f.V, Unary: f.Unary}, nil
 }

@@ -109,6 +109,7 @@ func TestFitPairsErrors(t *testing.T) {
 		{Epochs: 1, Batch: 2, LR: 0},
 		{Epochs: 1, Batch: 2, LR: math.NaN()},
 		{Epochs: 1, Batch: 2, LR: 0.01, Anneal: -1},
+		{Epochs: 1, Batch: 2, LR: 0.01, Margin: "pixel"},
 	} {
 		_, err := net.FitPairs(z, Decoder{Pairwise: 1}, nil, fc, nil)
 		assert.Error(t, err, "%+v", fc)
@@ -132,6 +133,12 @@ func TestFitPairsErrors(t *testing.T) {
 	assert.ErrorContains(t, err, "not finite")
 	_, err = net.SolveWith(z, Decoder{Pair: w})
 	assert.ErrorContains(t, err, "pairwise weight")
+	for _, u := range []float64{-1, math.NaN(), math.Inf(1)} {
+		bad = *w
+		bad.Unary = u
+		_, err = net.SolveWith(z, Decoder{Pairwise: 1, Pair: &bad})
+		assert.ErrorContains(t, err, "unary weight", "%v", u)
+	}
 
 	// A network without edge matching decodes with fitted weights.
 	cfg := tinyConfig()
@@ -149,6 +156,9 @@ func TestFitPairsErrors(t *testing.T) {
 		"shape":   `{"format":"permlab-jigsaw-pair-weights","version":1,"depth":1,"len_h":2,"len_v":1,"h":[1],"v":[1]}`,
 		"unknown": `{"format":"permlab-jigsaw-pair-weights","version":1,"depth":1,"len_h":1,"len_v":1,"h":[1],"v":[1],"x":2}`,
 		"trunc":   `{"format":"permlab-jigsaw-pair-weights","vers`,
+		"v1unary": `{"format":"permlab-jigsaw-pair-weights","version":1,"depth":1,"len_h":1,"len_v":1,"h":[1],"v":[1],"unary":2}`,
+		"v2zero":  `{"format":"permlab-jigsaw-pair-weights","version":2,"depth":1,"len_h":1,"len_v":1,"h":[1],"v":[1]}`,
+		"v2neg":   `{"format":"permlab-jigsaw-pair-weights","version":2,"depth":1,"len_h":1,"len_v":1,"h":[1],"v":[1],"unary":-1}`,
 	} {
 		path := filepath.Join(dir, name+".json")
 		require.NoError(t, os.WriteFile(path, []byte(body), 0o644))
@@ -157,4 +167,158 @@ func TestFitPairsErrors(t *testing.T) {
 	}
 	_, err = LoadPairsFile(filepath.Join(dir, "missing.json"))
 	assert.Error(t, err)
+}
+
+// TestUnaryWeightScalesLogits checks that PairWeights.Unary multiplies the
+// logits in E: with the logits weighted by 2, E is twice the score of the
+// same matrices halved and unweighted, so decoding by pair swaps alone
+// (which compares differences of E) finds the same arrangements.
+func TestUnaryWeightScalesLogits(t *testing.T) {
+	net := fitNet(t)
+	rng := rand.New(rand.NewPCG(7, 8))
+	z, err := MakePuzzles(net.Grid(), smoothImages(rng, 40), nil, rng)
+	require.NoError(t, err)
+	w, err := net.PairWeights()
+	require.NoError(t, err)
+	// Make the pairwise terms matter as much as the logits.
+	for k := range w.H {
+		w.H[k] *= 50
+	}
+	for k := range w.V {
+		w.V[k] *= 50
+	}
+	weighted := *w
+	weighted.Unary = 2
+	half := *w
+	half.H, half.V = make([]float64, len(w.H)), make([]float64, len(w.V))
+	for k, x := range w.H {
+		half.H[k] = x / 2
+	}
+	for k, x := range w.V {
+		half.V[k] = x / 2
+	}
+	a, err := net.SolveWith(z, Decoder{Pairwise: 1, Pair: &weighted})
+	require.NoError(t, err)
+	b, err := net.SolveWith(z, Decoder{Pairwise: 1, Pair: &half})
+	require.NoError(t, err)
+	assert.Equal(t, a, b)
+	plain, err := net.SolveWith(z, Decoder{Pairwise: 1, Pair: w})
+	require.NoError(t, err)
+	assert.NotEqual(t, a, plain, "the weight of the logits should change some decodings")
+	one := *w
+	one.Unary = 1
+	c, err := net.SolveWith(z, Decoder{Pairwise: 1, Pair: &one})
+	require.NoError(t, err)
+	assert.Equal(t, plain, c, "Unary 1 and 0 should decode alike")
+}
+
+// TestPixelMargin checks the loss of MarginPixels: 0 where a piece is
+// identical to the true piece of a position, the l1 distance over its mean
+// over the differing pairs elsewhere, so that a differing pair costs 1 on
+// average.
+func TestPixelMargin(t *testing.T) {
+	g, err := NewGrid(1, 4, 4, 2)
+	require.NoError(t, err)
+	img := []float64{
+		0, 0, 1, 0.5,
+		0, 0, 0, 1,
+		0.25, 0, 0, 0,
+		0, 0, 0, 0,
+	}
+	// Pieces: top-left blank, top-right ink, bottom-left a speck, bottom-right blank.
+	z, err := MakePuzzles(g, img, nil, rand.New(rand.NewPCG(1, 2)))
+	require.NoError(t, err)
+	scale, err := pixelMarginScale(z)
+	require.NoError(t, err)
+	nn2 := g.N()
+	u := make([]float64, nn2*nn2)
+	addPixelMargin(u, z, 0, scale)
+	sum, count := 0.0, 0
+	for i := range nn2 {
+		for q := range nn2 {
+			want := l1Dist(z.Scrambled[i*4:(i+1)*4], z.Pieces[q*4:(q+1)*4]) * scale
+			assert.InDelta(t, want, u[i*nn2+q], 1e-15)
+			if z.Perms[0][i] == q {
+				assert.Zero(t, u[i*nn2+q], "a piece at its own position costs nothing")
+			}
+			if u[i*nn2+q] != 0 {
+				sum += u[i*nn2+q]
+				count++
+			}
+		}
+	}
+	// The blank pieces are identical: 2 x 2 zero pairs among them, and 4
+	// pairs of each piece with its own position (2 of them blank ones
+	// already counted), so 16 − 6 = 10 differing pairs.
+	assert.Equal(t, 10, count)
+	assert.InDelta(t, 1, sum/float64(count), 1e-12)
+	// The ink piece (l1 2.5 from a blank one) costs more than the speck (0.25).
+	ink, speck := -1, -1
+	for i, q := range z.Perms[0] {
+		switch q {
+		case 1:
+			ink = i
+		case 2:
+			speck = i
+		}
+	}
+	assert.Greater(t, u[ink*nn2+0], u[speck*nn2+0])
+
+	blank, err := MakePuzzles(g, make([]float64, 16), nil, rand.New(rand.NewPCG(1, 2)))
+	require.NoError(t, err)
+	_, err = pixelMarginScale(blank)
+	assert.ErrorContains(t, err, "identical")
+}
+
+// TestFitPairsUnaryAndPixels fits the weight of the logits and the matrices
+// with the pixel margin. The untrained network's logits say nothing about
+// where a piece goes, so the fit should turn their weight down; the fitted
+// weights should still decode held-out puzzles far better than the
+// network's own, and save and load with their weight.
+func TestFitPairsUnaryAndPixels(t *testing.T) {
+	net := fitNet(t)
+	rng := rand.New(rand.NewPCG(7, 7))
+	train, err := MakePuzzles(net.Grid(), smoothImages(rng, 120), nil, rng)
+	require.NoError(t, err)
+	held, err := MakePuzzles(net.Grid(), smoothImages(rng, 60), nil, rng)
+	require.NoError(t, err)
+	d := Decoder{Pairwise: 1, Anneal: 3000, Seed: 2}
+	fc := FitConfig{Epochs: 6, Batch: 10, LR: 0.02, Anneal: 500, Seed: 1, Margin: MarginPixels, FitUnary: true}
+	var hist []FitProgress
+	w, err := net.FitPairs(train, d, nil, fc, func(p FitProgress) { hist = append(hist, p) })
+	require.NoError(t, err)
+	require.Len(t, hist, 6)
+	t.Logf("fit: %+v", hist)
+	assert.Less(t, hist[5].Hinge, hist[0].Hinge, "the hinge should fall")
+	assert.Less(t, w.Unary, 0.9, "the weight of uninformative logits should fall")
+	assert.Equal(t, w.Unary, hist[5].Unary)
+
+	before, err := net.EvaluateWith(held, d)
+	require.NoError(t, err)
+	d.Pair = w
+	after, err := net.EvaluateWith(held, d)
+	require.NoError(t, err)
+	t.Logf("held-out prop. wrong %.3f with the network's compatibilities, %.3f fitted", before.PropWrong, after.PropWrong)
+	assert.Less(t, after.PropWrong, before.PropWrong/2, "fitted weights should decode far better")
+
+	path := filepath.Join(t.TempDir(), "pairs.json")
+	require.NoError(t, SavePairsFile(path, w))
+	raw, err := os.ReadFile(path)
+	require.NoError(t, err)
+	assert.Contains(t, string(raw), `"version": 2`)
+	back, err := LoadPairsFile(path)
+	require.NoError(t, err)
+	assert.Equal(t, w, back)
+
+	// Without FitUnary the weight stays where it started, and a file of
+	// weights without one stays at version 1.
+	fc.FitUnary, fc.Epochs = false, 1
+	w1, err := net.FitPairs(train, Decoder{Pairwise: 1, Seed: 2}, nil, fc, nil)
+	require.NoError(t, err)
+	assert.Zero(t, w1.Unary)
+	require.NoError(t, SavePairsFile(path, w1))
+	raw, err = os.ReadFile(path)
+	require.NoError(t, err)
+	assert.Contains(t, string(raw), `"version": 1`)
+	assert.NotContains(t, string(raw), "unary")
 }
