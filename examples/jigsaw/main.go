@@ -141,6 +141,7 @@ func main() {
 	flag.IntVar(&o.fit.Anneal, "fit-anneal", 100000, "annealing proposals of each loss-augmented decoding of -fit-pairs")
 	flag.IntVar(&o.fitN, "fit-n", 0, "puzzles -fit-pairs fits on (0: every validation image after the first -eval)")
 	flag.StringVar((*string)(&o.fit.Margin), "fit-margin", "pieces", "loss of -fit-pairs' hinge: pieces (positions whose piece is wrong) or pixels (the l1 error of the reconstruction, scaled so that a wrong piece costs 1 on average)")
+	flag.IntVar(&o.fit.Depth, "fit-depth", 0, "strip depth in pixels of the matrices -fit-pairs fits (0: the network's; up to the piece size, where the score sees whole pieces)")
 	flag.BoolVar(&o.fit.FitUnary, "fit-unary", false, "let -fit-pairs fit the weight of the network's logits too (kept in the -fit-pairs file)")
 	flag.Parse()
 	o.fit.Seed = o.seed

@@ -146,6 +146,12 @@ type FitConfig struct {
 	// FitUnary fits the weight of the network's logits (PairWeights.Unary)
 	// with the matrices; otherwise it stays at its start value.
 	FitUnary bool `json:",omitempty"`
+	// Depth is the strip depth of the fitted matrices (0: the start's). A
+	// depth above the start's lets the score see pixels further from the
+	// seam, up to the whole piece; the fit then starts from the start's
+	// matrices on the outer rows of the strips and zeros elsewhere, which
+	// scores every arrangement as the start does.
+	Depth int `json:",omitempty"`
 }
 
 // Margin names the loss Δ(σ, σ*) that Net.FitPairs adds to the score of a
@@ -175,6 +181,8 @@ func (c FitConfig) validate() error {
 		return fmt.Errorf("learning rate %v must be finite and > 0", c.LR)
 	case c.Anneal < 0:
 		return fmt.Errorf("anneal %d must be >= 0", c.Anneal)
+	case c.Depth < 0:
+		return fmt.Errorf("strip depth %d must be >= 0", c.Depth)
 	case c.Margin != "" && c.Margin != MarginPieces && c.Margin != MarginPixels:
 		return fmt.Errorf("margin %q: want %q or %q", c.Margin, MarginPieces, MarginPixels)
 	}
@@ -231,6 +239,16 @@ func (n *Net) FitPairs(z *Puzzles, d Decoder, start *PairWeights, fc FitConfig, 
 	d.Pair, d.Anneal, d.Restarts = start, fc.Anneal, 0
 	if err := n.checkDecoder(d); err != nil {
 		return nil, fmt.Errorf("jigsaw: FitPairs: %w", err)
+	}
+	if fc.Depth != 0 && fc.Depth != start.Depth {
+		if fc.Depth < start.Depth {
+			return nil, fmt.Errorf("jigsaw: FitPairs: strip depth %d below the start's %d", fc.Depth, start.Depth)
+		}
+		start = start.deepen(n.grid, fc.Depth)
+		d.Pair = start
+		if err := n.checkDecoder(d); err != nil {
+			return nil, fmt.Errorf("jigsaw: FitPairs: %w", err)
+		}
 	}
 	if z.Len() == 0 || z.Len() >= maxPuzzles {
 		return nil, fmt.Errorf("jigsaw: FitPairs: %d puzzles, want 1 to %d", z.Len(), maxPuzzles-1)
@@ -382,6 +400,43 @@ func addMargin(u []float64, z *Puzzles, b int) {
 			}
 		}
 	}
+}
+
+// deepen returns w for strips of depth depth ≥ w.Depth on the pieces of
+// grid g: its matrices act on the outer w.Depth rows of the deeper strips,
+// the new entries are 0, so both score every arrangement alike.
+func (w *PairWeights) deepen(g Grid, depth int) *PairWeights {
+	// index maps entry k of a strip of depth w.Depth on side d (0 top, 2
+	// left) to its entry in a strip of depth depth: strips run channel by
+	// channel, then row by row inwards, then along the side (see strips).
+	index := func(d int) []int {
+		along := g.PieceW
+		if d >= 2 {
+			along = g.PieceH
+		}
+		var idx []int
+		for ch := range g.Channels {
+			for l := range w.Depth {
+				for u := range along {
+					idx = append(idx, (ch*depth+l)*along+u)
+				}
+			}
+		}
+		return idx
+	}
+	embed := func(m []float64, oldLen, newLen int, idx []int) []float64 {
+		out := make([]float64, newLen*newLen)
+		for r := range oldLen {
+			for c := range oldLen {
+				out[idx[r]*newLen+idx[c]] = m[r*oldLen+c]
+			}
+		}
+		return out
+	}
+	deep := &PairWeights{Depth: depth, LenH: stripLen(g, depth, 2), LenV: stripLen(g, depth, 0), Unary: w.Unary}
+	deep.H = embed(w.H, w.LenH, deep.LenH, index(2))
+	deep.V = embed(w.V, w.LenV, deep.LenV, index(0))
+	return deep
 }
 
 // pixelMarginScale returns 1 over the mean l1 distance between a scrambled

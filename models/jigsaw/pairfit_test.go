@@ -322,3 +322,60 @@ func TestFitPairsUnaryAndPixels(t *testing.T) {
 	assert.Contains(t, string(raw), `"version": 1`)
 	assert.NotContains(t, string(raw), "unary")
 }
+
+// TestDeepenKeepsScores checks that pair weights moved to deeper strips
+// (FitConfig.Depth) give the same compatibility tables, with one and with
+// several channels, and that FitPairs fits at the deeper strips.
+func TestDeepenKeepsScores(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 9))
+	for _, ch := range []int{1, 2} {
+		g, err := NewGrid(ch, 12, 15, 3) // 4 × 5 pieces
+		require.NoError(t, err)
+		w := &PairWeights{Depth: 1, LenH: stripLen(g, 1, 2), LenV: stripLen(g, 1, 0)}
+		w.H, w.V = make([]float64, w.LenH*w.LenH), make([]float64, w.LenV*w.LenV)
+		for k := range w.H {
+			w.H[k] = rng.NormFloat64()
+		}
+		for k := range w.V {
+			w.V[k] = rng.NormFloat64()
+		}
+		nn2 := g.N()
+		scr := make([]float64, nn2*g.PieceSize())
+		for k := range scr {
+			scr[k] = rng.Float64()
+		}
+		h, v := make([]float64, nn2*nn2), make([]float64, nn2*nn2)
+		w.weightTables(g, h, v, scr)
+		for _, depth := range []int{2, 4} {
+			deep := w.deepen(g, depth)
+			require.NoError(t, deep.validate(g))
+			dh, dv := make([]float64, nn2*nn2), make([]float64, nn2*nn2)
+			deep.weightTables(g, dh, dv, scr)
+			for k := range h {
+				assert.InDelta(t, h[k], dh[k], 1e-12*(1+math.Abs(h[k])), "channels %d depth %d h %d", ch, depth, k)
+				assert.InDelta(t, v[k], dv[k], 1e-12*(1+math.Abs(v[k])), "channels %d depth %d v %d", ch, depth, k)
+			}
+		}
+	}
+
+	net := fitNet(t)
+	z, err := MakePuzzles(net.Grid(), smoothImages(rng, 20), nil, rng)
+	require.NoError(t, err)
+	fc := FitConfig{Epochs: 1, Batch: 5, LR: 0.01, Anneal: 100, Seed: 1, Depth: 4}
+	w, err := net.FitPairs(z, Decoder{Pairwise: 1}, nil, fc, nil)
+	require.NoError(t, err)
+	assert.Equal(t, 4, w.Depth)
+	assert.Len(t, w.H, 16*16)
+	fc.Depth = 5
+	_, err = net.FitPairs(z, Decoder{Pairwise: 1}, nil, fc, nil)
+	assert.ErrorContains(t, err, "strip depth")
+	start, err := net.PairWeights()
+	require.NoError(t, err)
+	deep := start.deepen(net.Grid(), 2)
+	fc.Depth = 1
+	_, err = net.FitPairs(z, Decoder{Pairwise: 1}, deep, fc, nil)
+	assert.ErrorContains(t, err, "below")
+	fc.Depth = -1
+	_, err = net.FitPairs(z, Decoder{Pairwise: 1}, nil, fc, nil)
+	assert.ErrorContains(t, err, "strip depth")
+}
