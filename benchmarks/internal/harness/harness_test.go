@@ -160,6 +160,7 @@ func TestPython(t *testing.T) {
 	assert.Equal(t, 3, py.Threads)
 	assert.Equal(t, []string{"/usr/lib/x86_64-linux-gnu/blas/libblas.so.3"}, py.BLAS)
 	assert.Contains(t, py.BLASNote(), "WARNING: PyTorch runs on the reference BLAS")
+	assert.Contains(t, py.BLASNote(), "update-alternatives", "the warning should say how to select an installed OpenBLAS")
 	assert.Equal(t, []string{"OMP_NUM_THREADS=7", "OPENBLAS_NUM_THREADS=2"}, py.Env)
 
 	var env struct{ Dir, OMP, BLAS string }

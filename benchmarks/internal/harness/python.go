@@ -189,7 +189,9 @@ func (py *Python) BLASNote() string {
 	}
 	note := "BLAS: " + strings.Join(py.BLAS, ", ")
 	if ReferenceBLAS(py.BLAS) {
-		note += "\nWARNING: PyTorch runs on the reference BLAS; install libopenblas0-pthread (apt-get install libopenblas0-pthread) before reporting these ratios"
+		note += "\nWARNING: PyTorch runs on the reference BLAS; before reporting these ratios, install OpenBLAS " +
+			"(apt-get install libopenblas0-pthread) or, where it is installed, point libblas.so.3 at it " +
+			"(update-alternatives --config libblas.so.3-$(uname -m)-linux-gnu)"
 	}
 	return note
 }
