@@ -47,9 +47,9 @@
 // them and evaluates the first -eval with them (-fit-unary fits the weight
 // of the network's logits too, -fit-margin pixels makes the hinge count
 // misplaced pixels rather than pieces); -pairs FILE decodes with saved ones
-// (our best at 6 × 6):
+// (our best at 6 × 6 fits with -fit-unary and decodes with -anneal 6400000):
 //
-//	go run ./examples/jigsaw -mnist DIR -p 6 -load NET.gob -val -eval 2000 -pairwise 3 -anneal 1600000 -fit-pairs /tmp/pairs.json
+//	go run ./examples/jigsaw -mnist DIR -p 6 -load NET.gob -val -eval 2000 -pairwise 3 -anneal 1600000 -fit-pairs /tmp/pairs.json -fit-unary
 //
 // (see jigsaw.Decoder, jigsaw.Net.FitPairs and models/jigsaw/README.md).
 package main
