@@ -12,6 +12,7 @@ import (
 	"github.com/permlab/permlab/ad"
 	"github.com/permlab/permlab/ad/optim"
 	"github.com/permlab/permlab/perm"
+	"github.com/permlab/permlab/relax"
 )
 
 // PairWeights are compatibility matrices for the decoder fitted to its hard
@@ -331,8 +332,10 @@ func (n *Net) FitPairs(z *Puzzles, d Decoder, start *PairWeights, fc FitConfig, 
 					outer(r.gh, r.gv, n.grid.P, pred, st, d.Pairwise)
 					outer(r.gh, r.gv, n.grid.P, z.Perms[b], st, -d.Pairwise)
 					if pu != nil {
-						raw := logits[b].RawMatrix().Data
-						r.gu = assigned(raw, pred) - assigned(raw, z.Perms[b])
+						// Both are permutations of N, so Objective cannot fail.
+						at, _ := relax.Objective(logits[b], pred)
+						truth, _ := relax.Objective(logits[b], z.Perms[b])
+						r.gu = at - truth
 					}
 				}
 				res[t] = r
@@ -385,19 +388,26 @@ func (n *Net) FitPairs(z *Puzzles, d Decoder, start *PairWeights, fc FitConfig, 
 // position q) of puzzle b of z one for every position q whose true piece
 // differs in its pixels from piece i.
 func addMargin(u []float64, z *Puzzles, b int) {
+	eachPiecePair(z, b, func(k int, piece, truth []float64) {
+		for m, x := range piece {
+			if x != truth[m] {
+				u[k]++
+				return
+			}
+		}
+	})
+}
+
+// eachPiecePair calls fn for every scrambled piece i and position q of
+// puzzle b of z with k = i·N + q, the pixels of piece i and those of the
+// true piece of q.
+func eachPiecePair(z *Puzzles, b int, fn func(k int, piece, truth []float64)) {
 	nn2, ps := z.Grid.N(), z.Grid.PieceSize()
 	scr := z.Scrambled[b*nn2*ps : (b+1)*nn2*ps]
 	tru := z.Pieces[b*nn2*ps : (b+1)*nn2*ps]
 	for i := range nn2 {
-		pi := scr[i*ps : (i+1)*ps]
 		for q := range nn2 {
-			pq := tru[q*ps : (q+1)*ps]
-			for k, x := range pi {
-				if x != pq[k] {
-					u[i*nn2+q]++
-					break
-				}
-			}
+			fn(i*nn2+q, scr[i*ps:(i+1)*ps], tru[q*ps:(q+1)*ps])
 		}
 	}
 }
@@ -443,20 +453,15 @@ func (w *PairWeights) deepen(g Grid, depth int) *PairWeights {
 // piece and a true position's piece, over the pairs of every puzzle of z
 // that differ (MarginPixels).
 func pixelMarginScale(z *Puzzles) (float64, error) {
-	nn2, ps := z.Grid.N(), z.Grid.PieceSize()
 	var sum float64
 	count := 0
 	for b := range z.Len() {
-		scr := z.Scrambled[b*nn2*ps : (b+1)*nn2*ps]
-		tru := z.Pieces[b*nn2*ps : (b+1)*nn2*ps]
-		for i := range nn2 {
-			for q := range nn2 {
-				if d := l1Dist(scr[i*ps:(i+1)*ps], tru[q*ps:(q+1)*ps]); d > 0 {
-					sum += d
-					count++
-				}
+		eachPiecePair(z, b, func(_ int, piece, truth []float64) {
+			if d := l1Dist(piece, truth); d > 0 {
+				sum += d
+				count++
 			}
-		}
+		})
 	}
 	if count == 0 {
 		return 0, errors.New("pixel margin: every piece of every puzzle is identical to every other")
@@ -468,14 +473,9 @@ func pixelMarginScale(z *Puzzles) (float64, error) {
 // piece i at position q, scale times the l1 distance between piece i and
 // the true piece of q.
 func addPixelMargin(u []float64, z *Puzzles, b int, scale float64) {
-	nn2, ps := z.Grid.N(), z.Grid.PieceSize()
-	scr := z.Scrambled[b*nn2*ps : (b+1)*nn2*ps]
-	tru := z.Pieces[b*nn2*ps : (b+1)*nn2*ps]
-	for i := range nn2 {
-		for q := range nn2 {
-			u[i*nn2+q] += scale * l1Dist(scr[i*ps:(i+1)*ps], tru[q*ps:(q+1)*ps])
-		}
-	}
+	eachPiecePair(z, b, func(k int, piece, truth []float64) {
+		u[k] += scale * l1Dist(piece, truth)
+	})
 }
 
 // l1Dist returns Σ_k |a[k] − b[k]|.
@@ -483,17 +483,6 @@ func l1Dist(a, b []float64) float64 {
 	s := 0.0
 	for k, x := range a {
 		s += math.Abs(x - b[k])
-	}
-	return s
-}
-
-// assigned returns Σ_i g[i, pred(i)], the logits of arrangement pred, with
-// g an N × N row-major matrix.
-func assigned(g []float64, pred perm.Perm) float64 {
-	n := len(pred)
-	s := 0.0
-	for i, q := range pred {
-		s += g[i*n+q]
 	}
 	return s
 }
