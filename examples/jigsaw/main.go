@@ -45,8 +45,9 @@
 // Against those, -fit-pairs FILE fits the decoder's compatibility matrices
 // to its hard score on the validation images after the first -eval, saves
 // them and evaluates the first -eval with them (-fit-unary fits the weight
-// of the network's logits too, -fit-margin pixels makes the hinge count
-// misplaced pixels rather than pieces); -pairs FILE decodes with saved ones
+// of the network's logits too, -fit-border vectors that score the pieces on
+// the puzzle's sides, -fit-margin pixels makes the hinge count misplaced
+// pixels rather than pieces); -pairs FILE decodes with saved ones
 // (our best at 6 × 6 fits with -fit-unary and decodes with -anneal 6400000):
 //
 //	go run ./examples/jigsaw -mnist DIR -p 6 -load NET.gob -val -eval 2000 -pairwise 3 -anneal 1600000 -fit-pairs /tmp/pairs.json -fit-unary
@@ -132,6 +133,8 @@ func main() {
 	flag.Float64Var(&o.dec.Seam, "seam", 0, "decode by the quadratic score with this weight of the squared pixel differences across the seams of neighbouring pieces (any network; see jigsaw.Decoder)")
 	flag.IntVar(&o.dec.Anneal, "anneal", 0, "simulated-annealing proposals per puzzle of the -pairwise or -seam decoder (0: pair swaps only)")
 	flag.IntVar(&o.dec.Restarts, "restarts", 0, "independent annealing runs per puzzle, the best by the decoder's score kept (0 or 1: one)")
+	flag.Float64Var(&o.dec.StartTemp, "anneal-start", 0, "temperature the annealing starts at, in units of the decoder's score (0: 60)")
+	flag.Float64Var(&o.dec.EndTemp, "anneal-end", 0, "temperature the annealing ends at (0: 0.03)")
 	flag.Uint64Var(&o.decodeSeed, "decode-seed", 0, "seed of the annealing (0: -seed); another value decodes the same puzzles with other random proposals")
 	flag.StringVar(&o.pairs, "pairs", "", "decode with compatibility matrices fitted by an earlier -fit-pairs run (a JSON file) in place of the network's own")
 	flag.StringVar(&o.fitPairs, "fit-pairs", "", "fit the decoder's compatibility matrices to its hard score on the validation images after the first -eval (needs -load, -val, -eval and -pairwise), write them to this JSON file, then evaluate the first -eval with them")
@@ -143,6 +146,7 @@ func main() {
 	flag.StringVar((*string)(&o.fit.Margin), "fit-margin", "pieces", "loss of -fit-pairs' hinge: pieces (positions whose piece is wrong) or pixels (the l1 error of the reconstruction, scaled so that a wrong piece costs 1 on average)")
 	flag.IntVar(&o.fit.Depth, "fit-depth", 0, "strip depth in pixels of the matrices -fit-pairs fits (0: the network's; up to the piece size, where the score sees whole pieces)")
 	flag.BoolVar(&o.fit.FitUnary, "fit-unary", false, "let -fit-pairs fit the weight of the network's logits too (kept in the -fit-pairs file)")
+	flag.BoolVar(&o.fit.FitBorder, "fit-border", false, "let -fit-pairs fit border vectors too, which score the strips of the pieces on the puzzle's four sides (kept in the -fit-pairs file)")
 	flag.Parse()
 	o.fit.Seed = o.seed
 	o.dec.Seed = o.seed
@@ -387,6 +391,9 @@ func pairWeights(o options, net *jigsaw.Net, val *dataset.Images, rec *record) (
 			unary := ""
 			if o.fit.FitUnary {
 				unary = fmt.Sprintf(", weight of the logits %.4f", p.Unary)
+			}
+			if o.fit.FitBorder {
+				unary += fmt.Sprintf(", border norm %.4f", p.BorderNorm)
 			}
 			fmt.Fprintf(os.Stderr, "fit-pairs epoch %d/%d: mean hinge %.4f, %.1f%% of puzzles at the truth%s, %.0fs\n",
 				p.Epoch, o.fit.Epochs, p.Hinge, 100*p.AtTruth, unary, time.Since(start).Seconds())

@@ -256,6 +256,18 @@ func TestFitPairsFlags(t *testing.T) {
 	_, err = pairWeights(o, net, val, &rec)
 	assert.ErrorContains(t, err, "margin")
 
+	// -fit-border: the border vectors are fitted, saved and reported.
+	o.fit.Margin, o.fit.FitBorder = jigsaw.MarginPieces, true
+	w, err = pairWeights(o, net, val, &rec)
+	require.NoError(t, err)
+	require.Len(t, w.Border, 4)
+	assert.True(t, rec.Fit.Config.FitBorder)
+	assert.Positive(t, rec.Fit.Epochs[1].BorderNorm)
+	back, err = jigsaw.LoadPairsFile(path)
+	require.NoError(t, err)
+	assert.Equal(t, w, back)
+	o.fit.FitBorder = false
+
 	// -pairs reads them back.
 	o2 := options{pairs: path}
 	var rec2 record

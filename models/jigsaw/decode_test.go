@@ -359,16 +359,22 @@ func TestSearchGap(t *testing.T) {
 	assert.Equal(t, 40, g.Solved+g.SearchMisses+g.ScoreMisses)
 	assert.Greater(t, g.SearchMisses, 30, "M(g) of an untrained network scores below the truth: %+v", g)
 	assert.Positive(t, g.MeanShortfall)
+	assert.Less(t, g.MeanScore, g.MeanTrueScore)
+	plainScore := g.MeanScore
 	decoded, err := net.SolveWith(z, d)
 	require.NoError(t, err)
 	g, err = net.SearchGap(z, decoded, d)
 	require.NoError(t, err)
+	assert.Greater(t, g.MeanScore, plainScore, "annealing scores higher than M(g)")
 	// Annealing solves most; what it leaves is the score's fault, not the
 	// search's (an untrained network's logits can outweigh a smooth seam).
 	assert.GreaterOrEqual(t, g.Solved, 30, "%+v", g)
 	assert.LessOrEqual(t, g.SearchMisses, 2, "%+v", g)
 	truth, err := net.SearchGap(z, z.Perms, d)
 	require.NoError(t, err)
+	assert.Equal(t, truth.MeanTrueScore, truth.MeanScore)
+	assert.Equal(t, g.MeanTrueScore, truth.MeanScore)
+	truth.MeanScore, truth.MeanTrueScore = 0, 0
 	assert.Equal(t, SearchGap{Puzzles: 40, Solved: 40}, truth)
 
 	// White noise: the seam score has no reason to rank the truth first,

@@ -29,6 +29,14 @@ import (
 // scores E(σ) = Unary·Σ_i g[i, σ(i)] + the pairwise terms (see Decoder).
 // Net.FitPairs fits it with FitConfig.FitUnary; 0 stands for 1, the weight
 // of Net.PairWeights and of files of version 1.
+//
+// Border, when not nil, scores the sides of the puzzle too: a piece i at a
+// position on the puzzle's side d (0 top, 1 bottom, 2 left, 3 right; a
+// corner is on two) adds Border[d]ᵀ b_d(i) to E, its strip on that side
+// through a fitted vector (Net.FitPairs with FitConfig.FitBorder). The
+// bilinear c cannot say that a piece whose edge is blank belongs on the
+// puzzle's border, since a blank strip scores 0 against any neighbour;
+// these terms can.
 type PairWeights struct {
 	// Depth is the number of pixel rows in a strip.
 	Depth int
@@ -38,6 +46,74 @@ type PairWeights struct {
 	LenH, LenV int
 	H, V       []float64
 	Unary      float64
+	// Border is nil or holds four vectors, for the top, bottom, left and
+	// right sides, of lengths LenV, LenV, LenH and LenH.
+	Border [][]float64
+}
+
+// borderLen returns the length of the border vector of side d.
+func (w *PairWeights) borderLen(d int) int {
+	if d < 2 {
+		return w.LenV
+	}
+	return w.LenH
+}
+
+// onSide reports whether position q of a p × p puzzle lies on the puzzle's
+// side d (0 top, 1 bottom, 2 left, 3 right).
+func onSide(p, q, d int) bool {
+	switch d {
+	case 0:
+		return q < p
+	case 1:
+		return q >= p*(p-1)
+	case 2:
+		return q%p == 0
+	default:
+		return q%p == p-1
+	}
+}
+
+// addBorder adds the border terms of w to the unary scores u (u[i*N+q] for
+// scrambled piece i at position q) of the puzzle whose scrambled pieces are
+// scrambled (nothing without w.Border).
+func (w *PairWeights) addBorder(g Grid, u, scrambled []float64) {
+	if w == nil || w.Border == nil {
+		return
+	}
+	nn2 := g.N()
+	st := strips(g, scrambled, 1, w.Depth)
+	for d, beta := range w.Border {
+		l := len(beta)
+		for i := range nn2 {
+			f := 0.0
+			for k, x := range st[d].Data[i*l : (i+1)*l] {
+				f += beta[k] * x
+			}
+			for q := range nn2 {
+				if onSide(g.P, q, d) {
+					u[i*nn2+q] += f
+				}
+			}
+		}
+	}
+}
+
+// borderFeatures adds sign times the border features of arrangement pred
+// (piece → position) to gb: Σ b_d(i) over the pieces i on the puzzle's side
+// d, the gradient of the border terms of E with respect to Border[d].
+func borderFeatures(gb [][]float64, p int, pred perm.Perm, st [4]*ad.Tensor, sign float64) {
+	for d, dst := range gb {
+		l := len(dst)
+		for i, q := range pred {
+			if !onSide(p, q, d) {
+				continue
+			}
+			for k, x := range st[d].Data[i*l : (i+1)*l] {
+				dst[k] += sign * x
+			}
+		}
+	}
 }
 
 // unary returns the weight of the logits: Unary, or 1 when it is 0.
@@ -59,6 +135,18 @@ func (w *PairWeights) validate(g Grid) error {
 		return fmt.Errorf("pair weights: %d and %d matrix entries, want %d and %d", len(w.H), len(w.V), w.LenH*w.LenH, w.LenV*w.LenV)
 	case !(w.Unary >= 0) || math.IsInf(w.Unary, 0):
 		return fmt.Errorf("pair weights: unary weight %v must be finite and >= 0", w.Unary)
+	case w.Border != nil && len(w.Border) != 4:
+		return fmt.Errorf("pair weights: %d border vectors, want 4 (top, bottom, left, right)", len(w.Border))
+	}
+	for d, beta := range w.Border {
+		if len(beta) != w.borderLen(d) {
+			return fmt.Errorf("pair weights: border vector %d has %d entries, want %d", d, len(beta), w.borderLen(d))
+		}
+		for _, x := range beta {
+			if math.IsNaN(x) || math.IsInf(x, 0) {
+				return fmt.Errorf("pair weights: border vector %d holds a value that is not finite", d)
+			}
+		}
 	}
 	for _, x := range w.H {
 		if math.IsNaN(x) || math.IsInf(x, 0) {
@@ -147,6 +235,11 @@ type FitConfig struct {
 	// FitUnary fits the weight of the network's logits (PairWeights.Unary)
 	// with the matrices; otherwise it stays at its start value.
 	FitUnary bool `json:",omitempty"`
+	// FitBorder fits the border vectors (PairWeights.Border) with the
+	// matrices, from the start's or, if it has none, from zeros (which
+	// score every arrangement as the start does); otherwise the start's
+	// border, if any, stays.
+	FitBorder bool `json:",omitempty"`
 	// Depth is the strip depth of the fitted matrices (0: the start's). A
 	// depth above the start's lets the score see pixels further from the
 	// seam, up to the whole piece; the fit then starts from the start's
@@ -202,6 +295,9 @@ type FitProgress struct {
 	// Unary is the weight of the logits after the epoch (with
 	// FitConfig.FitUnary; 0 otherwise).
 	Unary float64 `json:",omitempty"`
+	// BorderNorm is the Euclidean norm of the four border vectors after
+	// the epoch (with FitConfig.FitBorder; 0 otherwise).
+	BorderNorm float64 `json:",omitempty"`
 }
 
 // FitPairs fits the compatibility matrices of the decoder d to its hard
@@ -219,8 +315,10 @@ type FitProgress struct {
 // search ends below E(σ*) the puzzle counts as at the truth. Its
 // subgradient is λ times the difference of the strip outer products
 // Σ b_right(i) b_left(j)ᵀ (and bottom, top) over the neighbours of the two
-// arrangements, and, with fc.FitUnary, for the weight of the logits, the
-// difference of Σ_i g[i, σ(i)] between them; Adam takes the steps. Puzzles are
+// arrangements, with fc.FitUnary, for the weight of the logits, the
+// difference of Σ_i g[i, σ(i)] between them, and, with fc.FitBorder, for
+// Border[d], the difference of Σ b_d(i) over the pieces on the puzzle's side
+// d; Adam takes the steps. Puzzles are
 // visited in an order shuffled by fc.Seed; each decoding has its own
 // random stream, so the result does not depend on GOMAXPROCS. progress,
 // if not nil, is called after every epoch.
@@ -260,6 +358,15 @@ func (n *Net) FitPairs(z *Puzzles, d Decoder, start *PairWeights, fc FitConfig, 
 	}
 	w := &PairWeights{Depth: start.Depth, LenH: start.LenH, LenV: start.LenV,
 		H: append([]float64(nil), start.H...), V: append([]float64(nil), start.V...), Unary: start.Unary}
+	if start.Border != nil || fc.FitBorder {
+		w.Border = make([][]float64, 4)
+		for d := range w.Border {
+			w.Border[d] = make([]float64, w.borderLen(d))
+			if start.Border != nil {
+				copy(w.Border[d], start.Border[d])
+			}
+		}
+	}
 	ph := ad.NewParam("pair.h", &ad.Tensor{Shape: []int{w.LenH, w.LenH}, Data: w.H})
 	pv := ad.NewParam("pair.v", &ad.Tensor{Shape: []int{w.LenV, w.LenV}, Data: w.V})
 	params := []*ad.Param{ph, pv}
@@ -267,6 +374,13 @@ func (n *Net) FitPairs(z *Puzzles, d Decoder, start *PairWeights, fc FitConfig, 
 	if fc.FitUnary {
 		pu = ad.NewParam("pair.unary", &ad.Tensor{Shape: []int{1}, Data: []float64{start.unary()}})
 		params = append(params, pu)
+	}
+	var pb []*ad.Param
+	if fc.FitBorder {
+		for d, beta := range w.Border {
+			pb = append(pb, ad.NewParam(fmt.Sprintf("pair.border.%s", edgeNames[d]), &ad.Tensor{Shape: []int{len(beta)}, Data: beta}))
+		}
+		params = append(params, pb...)
 	}
 	opt, err := optim.NewAdam(params)
 	if err != nil {
@@ -288,6 +402,7 @@ func (n *Net) FitPairs(z *Puzzles, d Decoder, start *PairWeights, fc FitConfig, 
 	// the search ended at the truth.
 	type result struct {
 		gh, gv []float64
+		gb     [][]float64
 		gu     float64
 		hinge  float64
 		truth  bool
@@ -305,7 +420,7 @@ func (n *Net) FitPairs(z *Puzzles, d Decoder, start *PairWeights, fc FitConfig, 
 				b := batch[t]
 				scr := n.scrambledOf(z, b)
 				n.pairTables(s.h, s.v, scr, d)
-				g := s.unaryScores(logits[b].RawMatrix().Data, w)
+				g := s.unaryScores(logits[b].RawMatrix().Data, w, n.grid, scr)
 				// Loss augmentation: Δ's share of every (piece, position)
 				// pair added to its unary score.
 				u := s.margin
@@ -331,6 +446,14 @@ func (n *Net) FitPairs(z *Puzzles, d Decoder, start *PairWeights, fc FitConfig, 
 					st := strips(n.grid, scr, 1, w.Depth)
 					outer(r.gh, r.gv, n.grid.P, pred, st, d.Pairwise)
 					outer(r.gh, r.gv, n.grid.P, z.Perms[b], st, -d.Pairwise)
+					if pb != nil {
+						r.gb = make([][]float64, len(pb))
+						for k, p := range pb {
+							r.gb[k] = make([]float64, len(p.Value.Data))
+						}
+						borderFeatures(r.gb, n.grid.P, pred, st, 1)
+						borderFeatures(r.gb, n.grid.P, z.Perms[b], st, -1)
+					}
 					if pu != nil {
 						// Both are permutations of N, so Objective cannot fail.
 						at, _ := relax.Objective(logits[b], pred)
@@ -354,6 +477,11 @@ func (n *Net) FitPairs(z *Puzzles, d Decoder, start *PairWeights, fc FitConfig, 
 				for i, x := range r.gv {
 					pv.Grad.Data[i] += scale * x
 				}
+				for k, gb := range r.gb {
+					for i, x := range gb {
+						pb[k].Grad.Data[i] += scale * x
+					}
+				}
 				sumHinge += r.hinge
 				if r.truth {
 					atTruth++
@@ -374,6 +502,14 @@ func (n *Net) FitPairs(z *Puzzles, d Decoder, start *PairWeights, fc FitConfig, 
 				AtTruth: float64(atTruth) / float64(len(order)), Puzzles: len(order), StepsDone: steps}
 			if pu != nil {
 				fp.Unary = w.Unary
+			}
+			if pb != nil {
+				for _, beta := range w.Border {
+					for _, x := range beta {
+						fp.BorderNorm += x * x
+					}
+				}
+				fp.BorderNorm = math.Sqrt(fp.BorderNorm)
 			}
 			progress(fp)
 		}
@@ -446,6 +582,15 @@ func (w *PairWeights) deepen(g Grid, depth int) *PairWeights {
 	deep := &PairWeights{Depth: depth, LenH: stripLen(g, depth, 2), LenV: stripLen(g, depth, 0), Unary: w.Unary}
 	deep.H = embed(w.H, w.LenH, deep.LenH, index(2))
 	deep.V = embed(w.V, w.LenV, deep.LenV, index(0))
+	if w.Border != nil {
+		deep.Border = make([][]float64, len(w.Border))
+		for d, beta := range w.Border {
+			deep.Border[d] = make([]float64, deep.borderLen(d))
+			for k, j := range index(d) {
+				deep.Border[d][j] = beta[k]
+			}
+		}
+	}
 	return deep
 }
 
@@ -529,24 +674,31 @@ type pairsFile struct {
 	H       []float64 `json:"h"`
 	V       []float64 `json:"v"`
 	Unary   float64   `json:"unary,omitempty"`
+	// Border (version 3) holds the top, bottom, left and right vectors.
+	Border [][]float64 `json:"border,omitempty"`
 }
 
 const (
 	pairsFormat = "permlab-jigsaw-pair-weights"
 	// pairsVersion is the newest version this build reads; version 1 has
-	// no unary weight.
-	pairsVersion = 2
+	// no unary weight, version 2 no border vectors.
+	pairsVersion = 3
 )
 
 // SavePairsFile writes w to path as JSON (format
 // "permlab-jigsaw-pair-weights": depth, len_h, len_v, the row-major
-// matrices h and v, and, in version 2, the weight of the logits unary).
-// Weights whose Unary is 0 or 1 are written as version 1, which has no
-// unary field, so files of earlier fits read the same.
+// matrices h and v, in version 2 the weight of the logits unary, and in
+// version 3 the border vectors, top, bottom, left, right, and unary if it
+// is not 1). Weights whose Unary is 0 or 1 and that have no border are
+// written as version 1, which has neither field, and those with a weight
+// but no border as version 2, so files of earlier fits read the same.
 func SavePairsFile(path string, w *PairWeights) error {
 	f := pairsFile{Format: pairsFormat, Version: 1, Depth: w.Depth, LenH: w.LenH, LenV: w.LenV, H: w.H, V: w.V}
 	if w.unary() != 1 {
 		f.Version, f.Unary = 2, w.Unary
+	}
+	if w.Border != nil {
+		f.Version, f.Border = 3, w.Border
 	}
 	b, err := json.MarshalIndent(f, "", " ")
 	if err != nil {
@@ -581,8 +733,20 @@ func LoadPairsFile(path string) (*PairWeights, error) {
 		return nil, fmt.Errorf("jigsaw: LoadPairsFile: %s: version 1 has no unary weight, found %v", path, f.Unary)
 	case f.Version == 2 && (!(f.Unary > 0) || math.IsInf(f.Unary, 0)):
 		return nil, fmt.Errorf("jigsaw: LoadPairsFile: %s: unary weight %v must be finite and > 0", path, f.Unary)
+	case f.Version == 3 && (!(f.Unary >= 0) || math.IsInf(f.Unary, 0)):
+		return nil, fmt.Errorf("jigsaw: LoadPairsFile: %s: unary weight %v must be finite and >= 0", path, f.Unary)
+	case f.Version < 3 && f.Border != nil:
+		return nil, fmt.Errorf("jigsaw: LoadPairsFile: %s: version %d has no border vectors", path, f.Version)
+	case f.Version == 3 && len(f.Border) != 4:
+		return nil, fmt.Errorf("jigsaw: LoadPairsFile: %s: %d border vectors, version 3 has 4", path, len(f.Border))
 	case f.Depth < 1 || f.LenH < 1 || f.LenV < 1 || len(f.H) != f.LenH*f.LenH || len(f.V) != f.LenV*f.LenV:
 		return nil, fmt.Errorf("jigsaw: LoadPairsFile: %s: depth %d, matrices of %d and %d entries for strips of %d and %d", path, f.Depth, len(f.H), len(f.V), f.LenH, f.LenV)
 	}
-	return &PairWeights{Depth: f.Depth, LenH: f.LenH, LenV: f.LenV, H: f.H, V: f.V, Unary: f.Unary}, nil
+	w := &PairWeights{Depth: f.Depth, LenH: f.LenH, LenV: f.LenV, H: f.H, V: f.V, Unary: f.Unary, Border: f.Border}
+	for d, beta := range w.Border {
+		if len(beta) != w.borderLen(d) {
+			return nil, fmt.Errorf("jigsaw: LoadPairsFile: %s: border vector %d has %d entries for strips of %d", path, d, len(beta), w.borderLen(d))
+		}
+	}
+	return w, nil
 }

@@ -139,6 +139,17 @@ func TestFitPairsErrors(t *testing.T) {
 		_, err = net.SolveWith(z, Decoder{Pairwise: 1, Pair: &bad})
 		assert.ErrorContains(t, err, "unary weight", "%v", u)
 	}
+	bad = *w
+	bad.Border = [][]float64{make([]float64, w.LenV), make([]float64, w.LenV), make([]float64, w.LenH)}
+	_, err = net.SolveWith(z, Decoder{Pairwise: 1, Pair: &bad})
+	assert.ErrorContains(t, err, "3 border vectors")
+	bad.Border = append(bad.Border, make([]float64, w.LenH+1))
+	_, err = net.SolveWith(z, Decoder{Pairwise: 1, Pair: &bad})
+	assert.ErrorContains(t, err, "border vector 3 has")
+	bad.Border[3] = make([]float64, w.LenH)
+	bad.Border[1][0] = math.NaN()
+	_, err = net.SolveWith(z, Decoder{Pairwise: 1, Pair: &bad})
+	assert.ErrorContains(t, err, "border vector 1 holds")
 
 	// A network without edge matching decodes with fitted weights.
 	cfg := tinyConfig()
@@ -151,14 +162,19 @@ func TestFitPairsErrors(t *testing.T) {
 	// Files of another format, version or shape are errors.
 	dir := t.TempDir()
 	for name, body := range map[string]string{
-		"format":  `{"format":"x","version":1,"depth":1,"len_h":1,"len_v":1,"h":[1],"v":[1]}`,
-		"version": `{"format":"permlab-jigsaw-pair-weights","version":9,"depth":1,"len_h":1,"len_v":1,"h":[1],"v":[1]}`,
-		"shape":   `{"format":"permlab-jigsaw-pair-weights","version":1,"depth":1,"len_h":2,"len_v":1,"h":[1],"v":[1]}`,
-		"unknown": `{"format":"permlab-jigsaw-pair-weights","version":1,"depth":1,"len_h":1,"len_v":1,"h":[1],"v":[1],"x":2}`,
-		"trunc":   `{"format":"permlab-jigsaw-pair-weights","vers`,
-		"v1unary": `{"format":"permlab-jigsaw-pair-weights","version":1,"depth":1,"len_h":1,"len_v":1,"h":[1],"v":[1],"unary":2}`,
-		"v2zero":  `{"format":"permlab-jigsaw-pair-weights","version":2,"depth":1,"len_h":1,"len_v":1,"h":[1],"v":[1]}`,
-		"v2neg":   `{"format":"permlab-jigsaw-pair-weights","version":2,"depth":1,"len_h":1,"len_v":1,"h":[1],"v":[1],"unary":-1}`,
+		"format":   `{"format":"x","version":1,"depth":1,"len_h":1,"len_v":1,"h":[1],"v":[1]}`,
+		"version":  `{"format":"permlab-jigsaw-pair-weights","version":9,"depth":1,"len_h":1,"len_v":1,"h":[1],"v":[1]}`,
+		"shape":    `{"format":"permlab-jigsaw-pair-weights","version":1,"depth":1,"len_h":2,"len_v":1,"h":[1],"v":[1]}`,
+		"unknown":  `{"format":"permlab-jigsaw-pair-weights","version":1,"depth":1,"len_h":1,"len_v":1,"h":[1],"v":[1],"x":2}`,
+		"trunc":    `{"format":"permlab-jigsaw-pair-weights","vers`,
+		"v1unary":  `{"format":"permlab-jigsaw-pair-weights","version":1,"depth":1,"len_h":1,"len_v":1,"h":[1],"v":[1],"unary":2}`,
+		"v2zero":   `{"format":"permlab-jigsaw-pair-weights","version":2,"depth":1,"len_h":1,"len_v":1,"h":[1],"v":[1]}`,
+		"v2neg":    `{"format":"permlab-jigsaw-pair-weights","version":2,"depth":1,"len_h":1,"len_v":1,"h":[1],"v":[1],"unary":-1}`,
+		"v2border": `{"format":"permlab-jigsaw-pair-weights","version":2,"depth":1,"len_h":1,"len_v":1,"h":[1],"v":[1],"unary":2,"border":[[1],[1],[1],[1]]}`,
+		"v3three":  `{"format":"permlab-jigsaw-pair-weights","version":3,"depth":1,"len_h":1,"len_v":1,"h":[1],"v":[1],"border":[[1],[1],[1]]}`,
+		"v3none":   `{"format":"permlab-jigsaw-pair-weights","version":3,"depth":1,"len_h":1,"len_v":1,"h":[1],"v":[1]}`,
+		"v3len":    `{"format":"permlab-jigsaw-pair-weights","version":3,"depth":1,"len_h":1,"len_v":1,"h":[1],"v":[1],"border":[[1],[1],[1,2],[1]]}`,
+		"v3neg":    `{"format":"permlab-jigsaw-pair-weights","version":3,"depth":1,"len_h":1,"len_v":1,"h":[1],"v":[1],"unary":-1,"border":[[1],[1],[1],[1]]}`,
 	} {
 		path := filepath.Join(dir, name+".json")
 		require.NoError(t, os.WriteFile(path, []byte(body), 0o644))
