@@ -145,6 +145,9 @@ func TestRecordsRoundTrip(t *testing.T) {
 	assert.NotContains(t, formatTable(recs), "fitted")
 	recs[4].Pairs = filepath.Join("results", "pairs", "p4.json")
 	assert.Contains(t, formatTable(recs), "| decoder: fitted compatibilities | - | - | p4.json | - | - |")
+	assert.NotContains(t, formatTable(recs), "temperatures", "no record sets them")
+	recs[4].Decoder.StartTemp, recs[4].Decoder.EndTemp = 6, 3
+	assert.Contains(t, formatTable(recs), "| decoder: annealing temperatures, start to end | 60 to 0.03 | - | 6 to 3 | - | - |")
 }
 
 func TestParseSizes(t *testing.T) {

@@ -205,6 +205,31 @@ func formatTable(recs map[int]*record) string {
 			}
 		}
 		b.WriteString("\n")
+		// Annealing temperatures other than the defaults (-anneal-start,
+		// -anneal-end) get a row of their own, only where a record sets
+		// them.
+		hasTemps := false
+		for _, r := range recs {
+			hasTemps = hasTemps || r.Decoder != nil && (r.Decoder.StartTemp != 0 || r.Decoder.EndTemp != 0)
+		}
+		if hasTemps {
+			b.WriteString("| decoder: annealing temperatures, start to end |")
+			for _, p := range tableSizes {
+				if r, ok := recs[p]; ok && r.Decoder != nil && r.Decoder.Anneal > 0 {
+					start, end := r.Decoder.StartTemp, r.Decoder.EndTemp
+					if start == 0 {
+						start = 60
+					}
+					if end == 0 {
+						end = 0.03
+					}
+					fmt.Fprintf(&b, " %g to %g |", start, end)
+				} else {
+					b.WriteString(" - |")
+				}
+			}
+			b.WriteString("\n")
+		}
 		// Fitted compatibilities (-pairs) get a row of their own, only
 		// where a record uses them.
 		hasPairs := false

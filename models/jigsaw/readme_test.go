@@ -14,7 +14,9 @@ import (
 // results file (a "file" column holding `results/….json`) against that
 // file: each metric column must be the file's value rounded to the
 // digits printed. The columns "solved", "search misses" and "score misses"
-// are shares of the puzzles of the file's search gap (Net.SearchGap).
+// are shares of the puzzles of the file's search gap (Net.SearchGap),
+// "mean score" its mean decoded score, and "start temperature", "end
+// temperature" and "proposals" the annealing of the file's decoder.
 func TestReadmeNumbers(t *testing.T) {
 	metric := map[string]string{
 		"Kendall tau":                 "kendall_tau",
@@ -27,6 +29,7 @@ func TestReadmeNumbers(t *testing.T) {
 		var res struct {
 			Metrics map[string]float64 `json:"metrics"`
 			Search  *SearchGap         `json:"search"`
+			Decoder *Decoder           `json:"decoder"`
 		}
 		if err := json.Unmarshal(b, &res); err != nil {
 			return nil, err
@@ -38,11 +41,20 @@ func TestReadmeNumbers(t *testing.T) {
 			}
 		}
 		values["solved"], values["search misses"], values["score misses"] = math.NaN(), math.NaN(), math.NaN()
+		values["mean score"] = math.NaN()
+		values["start temperature"], values["end temperature"], values["proposals"] = math.NaN(), math.NaN(), math.NaN()
 		if g := res.Search; g != nil && g.Puzzles > 0 {
 			n := float64(g.Puzzles)
 			values["solved"] = float64(g.Solved) / n
 			values["search misses"] = float64(g.SearchMisses) / n
 			values["score misses"] = float64(g.ScoreMisses) / n
+			if g.MeanScore != 0 {
+				values["mean score"] = g.MeanScore
+			}
+		}
+		if d := res.Decoder; d != nil {
+			values["start temperature"], values["end temperature"] = d.temps()
+			values["proposals"] = float64(d.Anneal)
 		}
 		return values, nil
 	})
