@@ -378,7 +378,7 @@ func (n *Net) FitPairs(z *Puzzles, d Decoder, start *PairWeights, fc FitConfig, 
 	var pb []*ad.Param
 	if fc.FitBorder {
 		for d, beta := range w.Border {
-			pb = append(pb, ad.NewParam(fmt.Sprintf("pair.border.%s", edgeNames[d]), &ad.Tensor{Shape: []int{len(beta)}, Data: beta}))
+			pb = append(pb, ad.NewParam("pair.border."+edgeNames[d], &ad.Tensor{Shape: []int{len(beta)}, Data: beta}))
 		}
 		params = append(params, pb...)
 	}
