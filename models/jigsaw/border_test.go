@@ -3,7 +3,6 @@ package jigsaw
 import (
 	"math"
 	"math/rand/v2"
-	"os"
 	"path/filepath"
 	"testing"
 
@@ -172,17 +171,12 @@ func TestFitPairsBorder(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, a, b)
 
-	path := filepath.Join(t.TempDir(), "pairs.json")
-	require.NoError(t, SavePairsFile(path, w))
-	raw, err := os.ReadFile(path)
-	require.NoError(t, err)
+	raw := roundTripPairs(t, filepath.Join(t.TempDir(), "pairs.json"), w)
 	assert.Contains(t, string(raw), `"version": 3`)
-	back, err := LoadPairsFile(path)
-	require.NoError(t, err)
-	assert.Equal(t, w, back)
 
-	// A deeper fit starts from the same border: the tables and border
-	// terms of the deepened weights score alike.
+	// A deeper fit starts from the same border: the border terms of the
+	// deepened weights score alike (TestDeepenKeepsScores checks the
+	// tables).
 	deep := w.deepen(net.Grid(), 3)
 	require.NoError(t, deep.validate(net.Grid()))
 	nn2 := net.Grid().N()

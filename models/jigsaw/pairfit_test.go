@@ -318,13 +318,8 @@ func TestFitPairsUnaryAndPixels(t *testing.T) {
 	assert.Less(t, after.PropWrong, before.PropWrong/2, "fitted weights should decode far better")
 
 	path := filepath.Join(t.TempDir(), "pairs.json")
-	require.NoError(t, SavePairsFile(path, w))
-	raw, err := os.ReadFile(path)
-	require.NoError(t, err)
+	raw := roundTripPairs(t, path, w)
 	assert.Contains(t, string(raw), `"version": 2`)
-	back, err := LoadPairsFile(path)
-	require.NoError(t, err)
-	assert.Equal(t, w, back)
 
 	// Without FitUnary the weight stays where it started, and a file of
 	// weights without one stays at version 1.
@@ -332,9 +327,7 @@ func TestFitPairsUnaryAndPixels(t *testing.T) {
 	w1, err := net.FitPairs(train, Decoder{Pairwise: 1, Seed: 2}, nil, fc, nil)
 	require.NoError(t, err)
 	assert.Zero(t, w1.Unary)
-	require.NoError(t, SavePairsFile(path, w1))
-	raw, err = os.ReadFile(path)
-	require.NoError(t, err)
+	raw = roundTripPairs(t, path, w1)
 	assert.Contains(t, string(raw), `"version": 1`)
 	assert.NotContains(t, string(raw), "unary")
 }
@@ -394,4 +387,17 @@ func TestDeepenKeepsScores(t *testing.T) {
 	fc.Depth = -1
 	_, err = net.FitPairs(z, Decoder{Pairwise: 1}, nil, fc, nil)
 	assert.ErrorContains(t, err, "strip depth")
+}
+
+// roundTripPairs saves w to path, checks that it loads back equal, and
+// returns the file's bytes.
+func roundTripPairs(t *testing.T, path string, w *PairWeights) []byte {
+	t.Helper()
+	require.NoError(t, SavePairsFile(path, w))
+	raw, err := os.ReadFile(path)
+	require.NoError(t, err)
+	back, err := LoadPairsFile(path)
+	require.NoError(t, err)
+	assert.Equal(t, w, back)
+	return raw
 }
