@@ -116,6 +116,7 @@ func main() {
 	flag.BoolVar(&o.quiet, "quiet", false, "no progress lines")
 	flag.BoolVar(&o.oracle, "oracle", false, "train nothing: print, for each of -sizes, the best index-based metrics any method can expect on the held-out puzzles (identical pieces placed at random among themselves)")
 	def := jigsaw.DefaultConfig(3)
+	flag.IntVar(&o.cfg.Crop, "crop", 0, "side in px of the centred square the pieces tile, a multiple of every size run (0: the largest multiple of p that fits; 28 px MNIST digits: 27 for 3 x 3, 24 for 6 x 6); a network loaded with -load keeps its own")
 	flag.IntVar(&o.cfg.Filters, "filters", def.Filters, "convolution filters n_f")
 	flag.IntVar(&o.cfg.Kernel, "kernel", def.Kernel, "convolution kernel side K_s (odd)")
 	flag.IntVar(&o.cfg.Pool, "pool", def.Pool, "max-pool side and stride s")
@@ -468,6 +469,9 @@ func loadTrained(o options, p int, train *dataset.Images) (*jigsaw.Net, *record,
 	}
 	if g := net.Grid(); g.P != p || g.Channels != train.Channels || g.Height != train.Height || g.Width != train.Width {
 		return nil, nil, fmt.Errorf("-load %s: network for %d x %d pieces of %dx%dx%d images, want %d x %d of %dx%dx%d", path, g.P, g.P, g.Channels, g.Height, g.Width, p, p, train.Channels, train.Height, train.Width)
+	}
+	if c := net.Config().Crop; o.cfg.Crop != 0 && o.cfg.Crop != c {
+		return nil, nil, fmt.Errorf("-load %s: network for a %d px crop (0: the default), -crop asks for %d", path, c, o.cfg.Crop)
 	}
 	rec := &record{P: p, Config: net.Config(), Params: net.NumParams(), Model: path}
 	trained := strings.TrimSuffix(path, ".gob") + ".json"

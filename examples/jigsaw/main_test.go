@@ -120,6 +120,46 @@ func TestImagesFolderRun(t *testing.T) {
 	assert.ErrorContains(t, run(context.Background(), o), "network for 2 x 2 pieces")
 }
 
+func TestCropFlag(t *testing.T) {
+	in, out := t.TempDir(), t.TempDir()
+	writePictures(t, in, 10, 12)
+	o := options{
+		images: in, size: 12, out: out, p: 2, seed: 1, steps: 3, batch: 4, lr: 1e-3, quiet: true, figTaus: "1",
+		cfg: jigsaw.Config{Crop: 8, Filters: 2, Kernel: 3, Pool: 2, Tau: 1, Iters: 5, Samples: 1, Noise: 1},
+	}
+	require.NoError(t, run(context.Background(), o))
+	base := filepath.Join(out, "jigsaw_images-"+filepath.Base(in)+"_p2")
+	b, err := os.ReadFile(base + ".json")
+	require.NoError(t, err)
+	var r record
+	require.NoError(t, json.Unmarshal(b, &r))
+	assert.Equal(t, 8, r.Config.Crop)
+	net, err := jigsaw.LoadFile(base + ".gob")
+	require.NoError(t, err)
+	g := net.Grid()
+	assert.Equal(t, [4]int{4, 4, 2, 2}, [4]int{g.PieceH, g.PieceW, g.Top, g.Left}, "8 px centred in 12 px, 4 px pieces")
+
+	// -load keeps the network's crop; asking for another one is an error.
+	o.load, o.out = base+".gob", t.TempDir()
+	o.cfg.Crop = 0
+	require.NoError(t, run(context.Background(), o))
+	o.cfg.Crop = 8
+	require.NoError(t, run(context.Background(), o))
+	o.cfg.Crop = 10
+	assert.ErrorContains(t, run(context.Background(), o), "crop")
+	// A crop the size does not divide is an error.
+	o.load, o.cfg.Crop = "", 7
+	assert.ErrorContains(t, run(context.Background(), o), "not a multiple")
+
+	// -table2 does not skip a finished size cut another way.
+	rec := &record{P: 3, Config: jigsaw.Config{Crop: 24}}
+	assert.NoError(t, sameCrop(rec, options{cfg: jigsaw.Config{Crop: 24}}))
+	assert.ErrorContains(t, sameCrop(rec, options{results: "t.jsonl"}), "t.jsonl holds p=3 cut with -crop 24")
+	assert.NoError(t, sameCrop(rec, options{load: "nets"}), "-load without -crop takes the networks' crop")
+	assert.Error(t, sameCrop(rec, options{load: "nets", cfg: jigsaw.Config{Crop: 27}}))
+	assert.Error(t, sameCrop(&record{P: 3}, options{cfg: jigsaw.Config{Crop: 24}}))
+}
+
 func TestRecordsRoundTrip(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "sub", "t.jsonl")
 	recs, err := readRecords(path)
@@ -148,6 +188,10 @@ func TestRecordsRoundTrip(t *testing.T) {
 	assert.NotContains(t, formatTable(recs), "temperatures", "no record sets them")
 	recs[4].Decoder.StartTemp, recs[4].Decoder.EndTemp = 6, 3
 	assert.Contains(t, formatTable(recs), "| decoder: annealing temperatures, start to end | 60 to 0.03 | - | 6 to 3 | - | - |")
+	assert.NotContains(t, formatTable(recs), "centred square", "no record sets a crop")
+	recs[2].Config = jigsaw.Config{P: 2, Height: 28, Width: 28}
+	recs[4].Config = jigsaw.Config{P: 4, Height: 28, Width: 28, Crop: 24}
+	assert.Contains(t, formatTable(recs), "| pieces: cut from the centred square of, side | 28 px, 14 px | - | 24 px, 6 px | - | - |")
 }
 
 func TestParseSizes(t *testing.T) {

@@ -46,7 +46,10 @@ func runTable2(ctx context.Context, o options) error {
 	}
 	var train, test *dataset.Images
 	for _, p := range sizes {
-		if _, ok := done[p]; ok {
+		if r, ok := done[p]; ok {
+			if err := sameCrop(r, o); err != nil {
+				return err
+			}
 			fmt.Fprintf(os.Stderr, "p=%d: already in %s, skipped\n", p, o.results)
 			continue
 		}
@@ -66,6 +69,17 @@ func runTable2(ctx context.Context, o options) error {
 	}
 	fmt.Print(formatTable(done))
 	return nil
+}
+
+// sameCrop returns an error when a finished size of the -results file was cut
+// with another -crop than this run asks for, so that a run is not skipped in
+// favour of a different experiment. A -load run takes the crop of its
+// networks, so only an explicit -crop is compared there.
+func sameCrop(r *record, o options) error {
+	if r.Config.Crop == o.cfg.Crop || (o.load != "" && o.cfg.Crop == 0) {
+		return nil
+	}
+	return fmt.Errorf("%s holds p=%d cut with -crop %d, this run asks for -crop %d: give another -results file", o.results, r.P, r.Config.Crop, o.cfg.Crop)
 }
 
 // parseSizes parses the comma-separated -sizes list; each size must be a
@@ -170,6 +184,27 @@ func formatTable(recs map[int]*record) string {
 			}
 			b.WriteString("\n")
 		}
+	}
+	// A crop other than the default (-crop) gets a row of its own, only
+	// where a record sets one, so that earlier tables print as they did.
+	hasCrop := false
+	for _, r := range recs {
+		hasCrop = hasCrop || r.Config.Crop != 0
+	}
+	if hasCrop {
+		b.WriteString("| pieces: cut from the centred square of, side |")
+		for _, p := range tableSizes {
+			if r, ok := recs[p]; ok {
+				side := r.Config.Crop
+				if side == 0 {
+					side = p * (min(r.Config.Height, r.Config.Width) / p)
+				}
+				fmt.Fprintf(&b, " %d px, %d px |", side, side/p)
+			} else {
+				b.WriteString(" - |")
+			}
+		}
+		b.WriteString("\n")
 	}
 	b.WriteString("| training steps x batch, minutes |")
 	for _, p := range tableSizes {
@@ -300,10 +335,14 @@ func runOracle(o options) error {
 	if o.evalN > 0 && o.evalN < held.N {
 		held = held.Subset(seq(o.evalN))
 	}
-	fmt.Printf("Best possible on %s (%d puzzles, scrambling seed %d): identical pieces placed at random among themselves, everything else right (paper in parentheses)\n\n", name, held.N, o.seed)
+	cut := ""
+	if o.cfg.Crop > 0 {
+		cut = fmt.Sprintf(", pieces cut from the centred %d px square", o.cfg.Crop)
+	}
+	fmt.Printf("Best possible on %s (%d puzzles, scrambling seed %d%s): identical pieces placed at random among themselves, everything else right (paper in parentheses)\n\n", name, held.N, o.seed, cut)
 	fmt.Print("| size | Kendall tau | Prop. wrong | Prop. any wrong |\n|---|---|---|---|\n")
 	for _, p := range sizes {
-		g, err := jigsaw.NewGrid(held.Channels, held.Height, held.Width, p)
+		g, err := jigsaw.NewGridCrop(held.Channels, held.Height, held.Width, p, o.cfg.Crop)
 		if err != nil {
 			return err
 		}

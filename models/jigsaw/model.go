@@ -25,6 +25,11 @@ type Config struct {
 	P                       int
 	Channels, Height, Width int
 
+	// Crop, when > 0, is the side of the centred square the pieces tile (a
+	// multiple of P, at most Height and Width); 0 is the largest multiple
+	// of P that fits (see NewGridCrop).
+	Crop int
+
 	// Filters (n_f), Kernel (K_s, odd; "same" zero padding) and Pool (s,
 	// the side and stride of the max-pool) define the convolutional layer
 	// applied to every piece.
@@ -140,7 +145,7 @@ type Net struct {
 
 // New returns a network with weights drawn from a PCG source seeded by seed.
 func New(cfg Config, seed uint64) (*Net, error) {
-	g, err := NewGrid(cfg.Channels, cfg.Height, cfg.Width, cfg.P)
+	g, err := NewGridCrop(cfg.Channels, cfg.Height, cfg.Width, cfg.P, cfg.Crop)
 	if err != nil {
 		return nil, fmt.Errorf("jigsaw: New: %w", err)
 	}

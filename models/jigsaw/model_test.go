@@ -61,6 +61,10 @@ func TestNewErrors(t *testing.T) {
 		func(c *Config) { c.Refine, c.Heads = 1, 2 },
 		func(c *Config) { c.EdgeDepth = -1 },
 		func(c *Config) { c.Refine, c.EdgeDepth = 1, 9 },
+		func(c *Config) { c.Crop = -2 },
+		func(c *Config) { c.Crop = 5 },
+		func(c *Config) { c.Crop = 10 },
+		func(c *Config) { c.Crop = 2 }, // 1 px pieces, smaller than the pool
 	} {
 		c := tinyConfig()
 		mod(&c)
@@ -69,7 +73,8 @@ func TestNewErrors(t *testing.T) {
 	}
 }
 
-// variants are the paper's network and the two extensions of Config.
+// variants are the paper's network, the extensions of Config and a
+// smaller crop than the default.
 var variants = map[string]func(c *Config){
 	"paper":          func(c *Config) {},
 	"hidden":         func(c *Config) { c.Hidden = 6 },
@@ -77,6 +82,7 @@ var variants = map[string]func(c *Config){
 	"refine":         func(c *Config) { c.Refine = 2 },
 	"context+refine": func(c *Config) { c.Hidden, c.Context, c.Refine = 6, true, 1 },
 	"refine depth 2": func(c *Config) { c.Refine, c.EdgeDepth = 1, 2 },
+	"crop":           func(c *Config) { c.Crop = 6 },
 }
 
 func TestEquivariance(t *testing.T) {

@@ -27,7 +27,7 @@ type Grid struct {
 	Channels, Height, Width int
 	// PieceH and PieceW are the sides of one piece in pixels.
 	PieceH, PieceW int
-	// Top and Left are the offsets of the centred crop.
+	// Top and Left are the offsets of the centred crop (see NewGridCrop).
 	Top, Left int
 }
 
@@ -35,6 +35,20 @@ type Grid struct {
 // width images. It is an error if p < 1, if an image dimension is < 1, or if
 // p exceeds a side, which would leave pieces of less than one pixel.
 func NewGrid(channels, height, width, p int) (Grid, error) {
+	return NewGridCrop(channels, height, width, p, 0)
+}
+
+// NewGridCrop is NewGrid with the side of the centred square crop the pieces
+// tile: crop = 0 is NewGrid's crop (p·⌊H/p⌋ × p·⌊W/p⌋); otherwise the image is
+// centre-cropped to crop × crop (offset ⌊(side − crop)/2⌋) and cut into pieces
+// of crop/p px. It is an error if crop is negative, not a multiple of p, or
+// larger than the image.
+//
+// The crop decides how many pieces are blank, and so the best score any
+// method can expect on the index-based metrics (see Oracle): for 3 × 3 MNIST
+// puzzles a 24 px crop (8 px pieces) leaves fewer blank corners than the
+// default 27 px (9 px pieces).
+func NewGridCrop(channels, height, width, p, crop int) (Grid, error) {
 	switch {
 	case p < 1:
 		return Grid{}, fmt.Errorf("jigsaw: NewGrid: pieces per side %d must be >= 1", p)
@@ -42,8 +56,17 @@ func NewGrid(channels, height, width, p int) (Grid, error) {
 		return Grid{}, fmt.Errorf("jigsaw: NewGrid: image %dx%dx%d must have positive dimensions", channels, height, width)
 	case p > height || p > width:
 		return Grid{}, fmt.Errorf("jigsaw: NewGrid: %d pieces per side leave pieces of less than 1 px in a %dx%d image", p, height, width)
+	case crop < 0:
+		return Grid{}, fmt.Errorf("jigsaw: NewGrid: crop %d must be >= 0", crop)
+	case crop > height || crop > width:
+		return Grid{}, fmt.Errorf("jigsaw: NewGrid: crop %d exceeds the %dx%d image", crop, height, width)
+	case crop%p != 0:
+		return Grid{}, fmt.Errorf("jigsaw: NewGrid: crop %d is not a multiple of %d pieces per side", crop, p)
 	}
 	ph, pw := height/p, width/p
+	if crop > 0 {
+		ph, pw = crop/p, crop/p
+	}
 	return Grid{
 		P: p, Channels: channels, Height: height, Width: width,
 		PieceH: ph, PieceW: pw,

@@ -36,6 +36,44 @@ func TestNewGridCrop(t *testing.T) {
 	}
 }
 
+func TestNewGridCropSide(t *testing.T) {
+	for _, tc := range []struct {
+		p, crop, piece, top int
+	}{
+		{3, 24, 8, 2}, {3, 27, 9, 0}, {3, 21, 7, 3}, {2, 28, 14, 0}, {4, 24, 6, 2}, {6, 24, 4, 2}, {1, 1, 1, 13},
+	} {
+		g, err := NewGridCrop(1, 28, 28, tc.p, tc.crop)
+		require.NoError(t, err)
+		assert.Equal(t, tc.piece, g.PieceH, "%+v", tc)
+		assert.Equal(t, tc.piece, g.PieceW, "%+v", tc)
+		assert.Equal(t, tc.top, g.Top, "%+v", tc)
+		assert.Equal(t, tc.top, g.Left, "%+v", tc)
+		assert.Equal(t, tc.crop, g.CropH(), "%+v", tc)
+		assert.Equal(t, tc.crop, g.CropW(), "%+v", tc)
+	}
+	// Crop 0 is NewGrid's crop, and naming that crop gives the same grid.
+	for _, p := range []int{2, 3, 4, 5, 6} {
+		want, err := NewGrid(1, 28, 28, p)
+		require.NoError(t, err)
+		g, err := NewGridCrop(1, 28, 28, p, 0)
+		require.NoError(t, err)
+		assert.Equal(t, want, g)
+		g, err = NewGridCrop(1, 28, 28, p, want.CropH())
+		require.NoError(t, err)
+		assert.Equal(t, want, g)
+	}
+	// A non-square image is cropped to a square.
+	g, err := NewGridCrop(3, 20, 30, 2, 16)
+	require.NoError(t, err)
+	assert.Equal(t, Grid{P: 2, Channels: 3, Height: 20, Width: 30, PieceH: 8, PieceW: 8, Top: 2, Left: 7}, g)
+	for _, tc := range []struct{ h, w, p, crop int }{
+		{28, 28, 3, -3}, {28, 28, 3, 25}, {28, 28, 3, 30}, {20, 30, 2, 22}, {28, 28, 5, 24},
+	} {
+		_, err := NewGridCrop(1, tc.h, tc.w, tc.p, tc.crop)
+		assert.Error(t, err, "%+v", tc)
+	}
+}
+
 func TestNewGridErrors(t *testing.T) {
 	for _, tc := range []struct{ c, h, w, p int }{
 		{1, 28, 28, 0}, {1, 28, 28, -2}, {1, 28, 28, 29}, {0, 28, 28, 2}, {1, 0, 28, 2}, {1, 28, 3, 4},
@@ -47,10 +85,11 @@ func TestNewGridErrors(t *testing.T) {
 
 func TestCutAssembleRoundTrip(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
-	for _, tc := range []struct{ c, h, w, p int }{
-		{1, 28, 28, 2}, {1, 28, 28, 3}, {1, 28, 28, 5}, {1, 28, 28, 6}, {3, 10, 13, 3}, {2, 5, 5, 5},
+	for _, tc := range []struct{ c, h, w, p, crop int }{
+		{1, 28, 28, 2, 0}, {1, 28, 28, 3, 0}, {1, 28, 28, 5, 0}, {1, 28, 28, 6, 0}, {3, 10, 13, 3, 0}, {2, 5, 5, 5, 0},
+		{1, 28, 28, 3, 24}, {3, 10, 13, 3, 6},
 	} {
-		g, err := NewGrid(tc.c, tc.h, tc.w, tc.p)
+		g, err := NewGridCrop(tc.c, tc.h, tc.w, tc.p, tc.crop)
 		require.NoError(t, err)
 		img := randomImages(rng, 1, tc.c, tc.h, tc.w)
 		pieces := make([]float64, g.N()*g.PieceSize())
