@@ -152,12 +152,15 @@ func TestCropFlag(t *testing.T) {
 	assert.ErrorContains(t, run(context.Background(), o), "not a multiple")
 
 	// -table2 does not skip a finished size cut another way.
-	rec := &record{P: 3, Config: jigsaw.Config{Crop: 24}}
+	// Without -crop it prints what the file holds.
+	rec := &record{P: 3, Config: jigsaw.Config{Height: 28, Width: 28, Crop: 24}}
 	assert.NoError(t, sameCrop(rec, options{cfg: jigsaw.Config{Crop: 24}}))
-	assert.ErrorContains(t, sameCrop(rec, options{results: "t.jsonl"}), "t.jsonl holds p=3 cut with -crop 24")
+	assert.ErrorContains(t, sameCrop(rec, options{results: "t.jsonl", cfg: jigsaw.Config{Crop: 27}}), "t.jsonl holds p=3 cut from a 24 px square")
+	assert.NoError(t, sameCrop(rec, options{}), "no -crop: print the file's table")
 	assert.NoError(t, sameCrop(rec, options{load: "nets"}), "-load without -crop takes the networks' crop")
-	assert.Error(t, sameCrop(rec, options{load: "nets", cfg: jigsaw.Config{Crop: 27}}))
-	assert.Error(t, sameCrop(&record{P: 3}, options{cfg: jigsaw.Config{Crop: 24}}))
+	def := &record{P: 3, Config: jigsaw.Config{Height: 28, Width: 28}}
+	assert.Error(t, sameCrop(def, options{cfg: jigsaw.Config{Crop: 24}}))
+	assert.NoError(t, sameCrop(def, options{cfg: jigsaw.Config{Crop: 27}}), "27 px is the default square at 3 x 3")
 }
 
 func TestRecordsRoundTrip(t *testing.T) {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -71,15 +72,24 @@ func runTable2(ctx context.Context, o options) error {
 	return nil
 }
 
-// sameCrop returns an error when a finished size of the -results file was cut
-// with another -crop than this run asks for, so that a run is not skipped in
-// favour of a different experiment. A -load run takes the crop of its
-// networks, so only an explicit -crop is compared there.
+// sameCrop returns an error when this run asks for a -crop and a finished
+// size of the -results file was cut from another square, so that a run is
+// not skipped in favour of a different experiment. Without -crop (printing
+// a finished table, or -load, which takes the networks' crop) any record
+// goes; the table prints the crop where one was set.
 func sameCrop(r *record, o options) error {
-	if r.Config.Crop == o.cfg.Crop || (o.load != "" && o.cfg.Crop == 0) {
+	if o.cfg.Crop == 0 || cropSide(r) == o.cfg.Crop {
 		return nil
 	}
-	return fmt.Errorf("%s holds p=%d cut with -crop %d, this run asks for -crop %d: give another -results file", o.results, r.P, r.Config.Crop, o.cfg.Crop)
+	return fmt.Errorf("%s holds p=%d cut from a %d px square, this run asks for -crop %d: give another -results file", o.results, r.P, cropSide(r), o.cfg.Crop)
+}
+
+// cropSide returns the side of the square r's pieces were cut from.
+func cropSide(r *record) int {
+	if r.Config.Crop != 0 {
+		return r.Config.Crop
+	}
+	return r.P * (min(r.Config.Height, r.Config.Width) / r.P)
 }
 
 // parseSizes parses the comma-separated -sizes list; each size must be a
@@ -195,10 +205,7 @@ func formatTable(recs map[int]*record) string {
 		b.WriteString("| pieces: cut from the centred square of, side |")
 		for _, p := range tableSizes {
 			if r, ok := recs[p]; ok {
-				side := r.Config.Crop
-				if side == 0 {
-					side = p * (min(r.Config.Height, r.Config.Width) / p)
-				}
+				side := cropSide(r)
 				fmt.Fprintf(&b, " %d px, %d px |", side, side/p)
 			} else {
 				b.WriteString(" - |")
@@ -340,7 +347,7 @@ func runOracle(o options) error {
 		cut = fmt.Sprintf(", pieces cut from the centred %d px square", o.cfg.Crop)
 	}
 	fmt.Printf("Best possible on %s (%d puzzles, scrambling seed %d%s): identical pieces placed at random among themselves, everything else right (paper in parentheses)\n\n", name, held.N, o.seed, cut)
-	fmt.Print("| size | Kendall tau | Prop. wrong | Prop. any wrong |\n|---|---|---|---|\n")
+	fmt.Print("| size | Kendall tau | Prop. wrong | Prop. any wrong | pieces | digits with ink cut off | ink cut off |\n|---|---|---|---|---|---|---|\n")
 	for _, p := range sizes {
 		g, err := jigsaw.NewGridCrop(held.Channels, held.Height, held.Width, p, o.cfg.Crop)
 		if err != nil {
@@ -354,9 +361,39 @@ func runOracle(o options) error {
 		if err != nil {
 			return err
 		}
+		digits, ink, err := cutOff(g, held)
+		if err != nil {
+			return err
+		}
 		i := slices.Index(tableSizes, p)
-		fmt.Printf("| %dx%d | %.3f (%.2f) | %.3f (%.2f) | %.3f (%.2f) |\n", p, p,
-			m.KendallTau, paper["Kendall tau"][i], m.PropWrong, paper["Prop. wrong"][i], m.PropAnyWrong, paper["Prop. any wrong"][i])
+		fmt.Printf("| %dx%d | %.3f (%.2f) | %.3f (%.2f) | %.3f (%.2f) | %d px of a %d px crop | %.1f%% | %.2f%% |\n", p, p,
+			m.KendallTau, paper["Kendall tau"][i], m.PropWrong, paper["Prop. wrong"][i], m.PropAnyWrong, paper["Prop. any wrong"][i],
+			g.PieceH, g.CropH(), 100*digits, 100*ink)
 	}
 	return nil
+}
+
+// cutOff returns the share of the images of im with ink outside g's crop and
+// the share of all their ink that lies there.
+func cutOff(g jigsaw.Grid, im *dataset.Images) (images, ink float64, err error) {
+	var out, total float64
+	n := 0
+	for k := range im.N {
+		img := im.Pixels[k*im.Size() : (k+1)*im.Size()]
+		o, err := g.Outside(img)
+		if err != nil {
+			return 0, 0, err
+		}
+		if o > 0 {
+			n++
+		}
+		out += o
+		for _, v := range img {
+			total += math.Abs(v)
+		}
+	}
+	if total > 0 {
+		ink = out / total
+	}
+	return float64(n) / float64(im.N), ink, nil
 }

@@ -11,10 +11,12 @@ import (
 // Grid is the geometry of a p × p puzzle cut from images of a fixed size.
 //
 // When p does not divide the image side, the image is centre-cropped to
-// p·⌊H/p⌋ × p·⌊W/p⌋ before cutting, so that every piece has the same size.
+// p·⌊H/p⌋ × p·⌊W/p⌋ before cutting, so that every piece has the same size and
+// no blank padding pieces are added (NewGridCrop chooses a smaller square).
 // For 28 px MNIST digits this drops at most a 2 px frame (p = 3, 5, 6), which
-// is blank in MNIST, so digits stay intact and no blank padding pieces are
-// added.
+// is mostly blank: on the test digits, the 1 px of p = 3 cuts ink off 1.1% of
+// them (0.01% of all ink), the 2 px frame of p = 6 off 11.9% (0.23% of the
+// ink; the -oracle table of examples/jigsaw prints these shares).
 //
 // Pieces are numbered in row-major order of their position in the image:
 // piece k = r·P + c sits in row r, column c. A piece is stored as a vector of
@@ -118,6 +120,28 @@ func (g Grid) Cut(dst, img []float64) error {
 		}
 	}
 	return nil
+}
+
+// Outside returns the sum of the absolute values of the pixels of img (CHW,
+// ImageSize values) that lie outside the crop, which no piece shows: the ink
+// a crop cuts off.
+func (g Grid) Outside(img []float64) (float64, error) {
+	if len(img) != g.ImageSize() {
+		return 0, fmt.Errorf("jigsaw: Outside: image has %d values, want %d (%dx%dx%d)", len(img), g.ImageSize(), g.Channels, g.Height, g.Width)
+	}
+	var s float64
+	for c := range g.Channels {
+		for y := range g.Height {
+			row := img[(c*g.Height+y)*g.Width:][:g.Width]
+			in := y >= g.Top && y < g.Top+g.CropH()
+			for x, v := range row {
+				if !in || x < g.Left || x >= g.Left+g.CropW() {
+					s += math.Abs(v)
+				}
+			}
+		}
+	}
+	return s, nil
 }
 
 // Assemble is the inverse of Cut on the cropped region: it writes the pieces

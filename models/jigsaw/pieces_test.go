@@ -74,6 +74,46 @@ func TestNewGridCropSide(t *testing.T) {
 	}
 }
 
+func TestOutside(t *testing.T) {
+	// A 6 × 6 image cropped to its centred 4 × 4 square keeps rows and
+	// columns 1 to 4.
+	g, err := NewGridCrop(2, 6, 6, 2, 4)
+	require.NoError(t, err)
+	img := make([]float64, g.ImageSize())
+	for c := range 2 {
+		for y := range 6 {
+			for x := range 6 {
+				img[(c*6+y)*6+x] = float64(1 + c*100 + y*6 + x)
+			}
+		}
+	}
+	var want float64
+	for c := range 2 {
+		for y := range 6 {
+			for x := range 6 {
+				if y < 1 || y > 4 || x < 1 || x > 4 {
+					want += float64(1 + c*100 + y*6 + x)
+				}
+			}
+		}
+	}
+	got, err := g.Outside(img)
+	require.NoError(t, err)
+	assert.Equal(t, want, got)
+	// Negative pixels count by their size; an uncropped grid cuts nothing.
+	img[0] = -img[0]
+	got, err = g.Outside(img)
+	require.NoError(t, err)
+	assert.Equal(t, want, got)
+	full, err := NewGrid(2, 6, 6, 2)
+	require.NoError(t, err)
+	got, err = full.Outside(img)
+	require.NoError(t, err)
+	assert.Zero(t, got)
+	_, err = g.Outside(img[1:])
+	assert.Error(t, err)
+}
+
 func TestNewGridErrors(t *testing.T) {
 	for _, tc := range []struct{ c, h, w, p int }{
 		{1, 28, 28, 0}, {1, 28, 28, -2}, {1, 28, 28, 29}, {0, 28, 28, 2}, {1, 0, 28, 2}, {1, 28, 3, 4},

@@ -21,6 +21,7 @@ func TestReadmeNumbers(t *testing.T) {
 	metric := map[string]string{
 		"Kendall tau":                 "kendall_tau",
 		"prop. wrong":                 "prop_wrong",
+		"prop. any wrong":             "prop_any_wrong",
 		"l1":                          "l1",
 		"l2 (RMSE)":                   "l2_rmse",
 		"prop. wrong up to identical": "prop_wrong_identical",
