@@ -81,6 +81,7 @@ type options struct {
 	size                        int
 	gray, val, table2, quiet    bool
 	oracle                      bool
+	oracleDraws                 int
 	p                           int
 	seed                        uint64
 	steps, batch, evalN         int
@@ -114,6 +115,7 @@ func main() {
 	flag.BoolVar(&o.table2, "table2", false, "run p = 2..6 on MNIST and print Table 2")
 	flag.StringVar(&o.sizes, "sizes", "2,3,4,5,6", "puzzle sizes -table2 runs, in this order")
 	flag.BoolVar(&o.quiet, "quiet", false, "no progress lines")
+	flag.IntVar(&o.oracleDraws, "oracle-draws", 1, "with -oracle: also print the mean and standard deviation of the metrics over this many random placements of the identical pieces (1: one placement only)")
 	flag.BoolVar(&o.oracle, "oracle", false, "train nothing: print, for each of -sizes, the best index-based metrics any method can expect on the held-out puzzles (identical pieces placed at random among themselves)")
 	def := jigsaw.DefaultConfig(3)
 	flag.IntVar(&o.cfg.Crop, "crop", 0, "side in px of the centred square the pieces tile, a multiple of every size run (0: the largest multiple of p that fits; 28 px MNIST digits: 27 for 3 x 3, 24 for 6 x 6); a network loaded with -load keeps its own")

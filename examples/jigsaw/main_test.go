@@ -339,3 +339,35 @@ func TestFitPairsFlags(t *testing.T) {
 		assert.Error(t, err, name)
 	}
 }
+
+func TestOracleSpread(t *testing.T) {
+	// 2 × 2 puzzles of 4 × 4 images whose two bottom pieces are blank and
+	// whose two top pieces differ: the oracle swaps the blank pair half the
+	// time, so on average 1 of 4 pieces is wrong.
+	const n = 400
+	imgs := make([]float64, n*16)
+	for b := range n {
+		imgs[b*16+0] = 1 // top left piece
+		imgs[b*16+3] = 2 // top right piece
+	}
+	g, err := jigsaw.NewGrid(1, 4, 4, 2)
+	require.NoError(t, err)
+	z, err := jigsaw.MakePuzzles(g, imgs, nil, evalRNG(1))
+	require.NoError(t, err)
+	first, err := oracleMetrics(z, 1)
+	require.NoError(t, err)
+	d0, err := oracleDraw(z, 1, 0)
+	require.NoError(t, err)
+	assert.Equal(t, first, d0, "draw 0 is the single oracle")
+	d1, err := oracleDraw(z, 1, 1)
+	require.NoError(t, err)
+	assert.NotEqual(t, d0.PropWrong, d1.PropWrong, "another draw places the blank pieces otherwise")
+	s, err := oracleSpread(z, 1, 30)
+	require.NoError(t, err)
+	// Per draw, prop. wrong is (2/4)·(swapped share) with the share a
+	// binomial mean of n puzzles at 1/2: mean 1/4, sd (1/2)·sqrt(1/(4n)) = 0.0125.
+	assert.InDelta(t, 0.25, s[1][0], 0.01)
+	assert.InDelta(t, 0.0125, s[1][1], 0.006)
+	assert.InDelta(t, 0.5, s[2][0], 0.02, "prop. any wrong is the swapped share")
+	assert.InDelta(t, 2*s[1][1], s[2][1], 1e-12)
+}

@@ -16,6 +16,7 @@ import (
 	"github.com/permlab/permlab/dataset"
 	"github.com/permlab/permlab/internal/jsonl"
 	"github.com/permlab/permlab/models/jigsaw"
+	"gonum.org/v1/gonum/stat"
 )
 
 // tableSizes are the puzzle sizes of the MNIST columns of Table 2.
@@ -313,7 +314,13 @@ func formatSearch(g *jigsaw.SearchGap) string {
 // oracleMetrics scores jigsaw.Oracle on z, with ties among identical pieces
 // broken by a source fixed by the seed.
 func oracleMetrics(z *jigsaw.Puzzles, seed uint64) (*jigsaw.Metrics, error) {
-	pred, err := jigsaw.Oracle(z, rand.New(rand.NewPCG(seed, 0x6f7261636c65))) // "oracle"
+	return oracleDraw(z, seed, 0)
+}
+
+// oracleDraw scores draw k of the oracle: draw 0 is oracleMetrics', the
+// others place the identical pieces with other random numbers.
+func oracleDraw(z *jigsaw.Puzzles, seed uint64, k int) (*jigsaw.Metrics, error) {
+	pred, err := jigsaw.Oracle(z, rand.New(rand.NewPCG(seed, 0x6f7261636c65+uint64(k)))) // "oracle"
 	if err != nil {
 		return nil, err
 	}
@@ -348,6 +355,7 @@ func runOracle(o options) error {
 	}
 	fmt.Printf("Best possible on %s (%d puzzles, scrambling seed %d%s): identical pieces placed at random among themselves, everything else right (paper in parentheses)\n\n", name, held.N, o.seed, cut)
 	fmt.Print("| size | Kendall tau | Prop. wrong | Prop. any wrong | pieces | digits with ink cut off | ink cut off |\n|---|---|---|---|---|---|---|\n")
+	spreads := make(map[int][3][2]float64)
 	for _, p := range sizes {
 		g, err := jigsaw.NewGridCrop(held.Channels, held.Height, held.Width, p, o.cfg.Crop)
 		if err != nil {
@@ -369,8 +377,42 @@ func runOracle(o options) error {
 		fmt.Printf("| %dx%d | %.3f (%.2f) | %.3f (%.2f) | %.3f (%.2f) | %d px of a %d px crop | %.1f%% | %.2f%% |\n", p, p,
 			m.KendallTau, paper["Kendall tau"][i], m.PropWrong, paper["Prop. wrong"][i], m.PropAnyWrong, paper["Prop. any wrong"][i],
 			g.PieceH, g.CropH(), 100*digits, 100*ink)
+		if o.oracleDraws > 1 {
+			if spreads[p], err = oracleSpread(z, o.seed, o.oracleDraws); err != nil {
+				return err
+			}
+		}
+	}
+	if o.oracleDraws > 1 {
+		fmt.Printf("\nThe same puzzles, identical pieces placed by %d draws: mean ± standard deviation of the draws' metrics\n\n", o.oracleDraws)
+		fmt.Print("| size | Kendall tau | Prop. wrong | Prop. any wrong |\n|---|---|---|---|\n")
+		for _, p := range sizes {
+			d := spreads[p]
+			fmt.Printf("| %dx%d | %.4f ± %.4f | %.4f ± %.4f | %.4f ± %.4f |\n", p, p, d[0][0], d[0][1], d[1][0], d[1][1], d[2][0], d[2][1])
+		}
 	}
 	return nil
+}
+
+// oracleSpread returns the mean and standard deviation over draws of the
+// oracle's Kendall tau, prop. wrong and prop. any wrong on z: how much the
+// placement of identical pieces alone moves a solver's index-based metrics.
+func oracleSpread(z *jigsaw.Puzzles, seed uint64, draws int) ([3][2]float64, error) {
+	var vals [3][]float64
+	for k := range draws {
+		m, err := oracleDraw(z, seed, k)
+		if err != nil {
+			return [3][2]float64{}, err
+		}
+		vals[0] = append(vals[0], m.KendallTau)
+		vals[1] = append(vals[1], m.PropWrong)
+		vals[2] = append(vals[2], m.PropAnyWrong)
+	}
+	var out [3][2]float64
+	for i, v := range vals {
+		out[i][0], out[i][1] = stat.MeanStdDev(v, nil)
+	}
+	return out, nil
 }
 
 // cutOff returns the share of the images of im with ink outside g's crop and
