@@ -472,8 +472,8 @@ func loadTrained(o options, p int, train *dataset.Images) (*jigsaw.Net, *record,
 	if g := net.Grid(); g.P != p || g.Channels != train.Channels || g.Height != train.Height || g.Width != train.Width {
 		return nil, nil, fmt.Errorf("-load %s: network for %d x %d pieces of %dx%dx%d images, want %d x %d of %dx%dx%d", path, g.P, g.P, g.Channels, g.Height, g.Width, p, p, train.Channels, train.Height, train.Width)
 	}
-	if c := net.Config().Crop; o.cfg.Crop != 0 && o.cfg.Crop != c {
-		return nil, nil, fmt.Errorf("-load %s: network for a %d px crop (0: the default), -crop asks for %d", path, c, o.cfg.Crop)
+	if g := net.Grid(); o.cfg.Crop != 0 && (g.CropH() != o.cfg.Crop || g.CropW() != o.cfg.Crop) {
+		return nil, nil, fmt.Errorf("-load %s: network for pieces cut from a %dx%d px crop, -crop asks for %d", path, g.CropH(), g.CropW(), o.cfg.Crop)
 	}
 	rec := &record{P: p, Config: net.Config(), Params: net.NumParams(), Model: path}
 	trained := strings.TrimSuffix(path, ".gob") + ".json"

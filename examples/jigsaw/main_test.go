@@ -146,7 +146,7 @@ func TestCropFlag(t *testing.T) {
 	o.cfg.Crop = 8
 	require.NoError(t, run(context.Background(), o))
 	o.cfg.Crop = 10
-	assert.ErrorContains(t, run(context.Background(), o), "crop")
+	assert.ErrorContains(t, run(context.Background(), o), "8x8 px crop, -crop asks for 10")
 	// A crop the size does not divide is an error.
 	o.load, o.cfg.Crop = "", 7
 	assert.ErrorContains(t, run(context.Background(), o), "not a multiple")
@@ -194,7 +194,7 @@ func TestRecordsRoundTrip(t *testing.T) {
 	assert.NotContains(t, formatTable(recs), "centred square", "no record sets a crop")
 	recs[2].Config = jigsaw.Config{P: 2, Height: 28, Width: 28}
 	recs[4].Config = jigsaw.Config{P: 4, Height: 28, Width: 28, Crop: 24}
-	assert.Contains(t, formatTable(recs), "| pieces: cut from the centred square of, side | 28 px, 14 px | - | 24 px, 6 px | - | - |")
+	assert.Contains(t, formatTable(recs), "| centred crop, piece side | 28 px, 14 px | - | 24 px, 6 px | - | - |")
 }
 
 func TestParseSizes(t *testing.T) {

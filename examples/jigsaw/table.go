@@ -203,7 +203,7 @@ func formatTable(recs map[int]*record) string {
 		hasCrop = hasCrop || r.Config.Crop != 0
 	}
 	if hasCrop {
-		b.WriteString("| pieces: cut from the centred square of, side |")
+		b.WriteString("| centred crop, piece side |")
 		for _, p := range tableSizes {
 			if r, ok := recs[p]; ok {
 				side := cropSide(r)

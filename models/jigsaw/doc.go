@@ -8,9 +8,10 @@
 // An image is cut into a p × p grid of N = p² pieces (Grid; when p does not
 // divide the side, the image is first centre-cropped to p·⌊side/p⌋, which for
 // MNIST drops a frame of at most 2 px that is mostly blank; Config.Crop and
-// NewGridCrop choose a smaller centred square). Stacking the pieces in position order gives
-// the N-row matrix X; a puzzle is X̃ = P X for a uniformly random permutation
-// matrix P, so row i of X̃ is the true piece p[i] (package perm's convention).
+// NewGridCrop choose a smaller centred square). Stacking the pieces in
+// position order gives the N-row matrix X; a puzzle is X̃ = P X for a
+// uniformly random permutation matrix P, so row i of X̃ is the true piece
+// p[i] (package perm's convention).
 // Reconstruction inverts it: X = P^T X̃.
 //
 // # Network
