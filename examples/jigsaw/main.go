@@ -332,7 +332,7 @@ func experiment(ctx context.Context, o options, p int, train, test *dataset.Imag
 		}
 		rec.Search = &g
 	}
-	if rec.Oracle, err = oracleMetrics(z, o.seed); err != nil {
+	if rec.Oracle, err = oracleDraw(z, o.seed, 0); err != nil {
 		return nil, err
 	}
 	if err := writeJSON(base+".json", rec); err != nil {

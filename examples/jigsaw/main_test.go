@@ -155,7 +155,7 @@ func TestCropFlag(t *testing.T) {
 	// Without -crop it prints what the file holds.
 	rec := &record{P: 3, Config: jigsaw.Config{Height: 28, Width: 28, Crop: 24}}
 	assert.NoError(t, sameCrop(rec, options{cfg: jigsaw.Config{Crop: 24}}))
-	assert.ErrorContains(t, sameCrop(rec, options{results: "t.jsonl", cfg: jigsaw.Config{Crop: 27}}), "t.jsonl holds p=3 cut from a 24 px square")
+	assert.ErrorContains(t, sameCrop(rec, options{results: "t.jsonl", cfg: jigsaw.Config{Crop: 27}}), "t.jsonl holds p=3 cut from a 24x24 px crop")
 	assert.NoError(t, sameCrop(rec, options{}), "no -crop: print the file's table")
 	assert.NoError(t, sameCrop(rec, options{load: "nets"}), "-load without -crop takes the networks' crop")
 	def := &record{P: 3, Config: jigsaw.Config{Height: 28, Width: 28}}
@@ -354,11 +354,8 @@ func TestOracleSpread(t *testing.T) {
 	require.NoError(t, err)
 	z, err := jigsaw.MakePuzzles(g, imgs, nil, evalRNG(1))
 	require.NoError(t, err)
-	first, err := oracleMetrics(z, 1)
-	require.NoError(t, err)
 	d0, err := oracleDraw(z, 1, 0)
 	require.NoError(t, err)
-	assert.Equal(t, first, d0, "draw 0 is the single oracle")
 	d1, err := oracleDraw(z, 1, 1)
 	require.NoError(t, err)
 	assert.NotEqual(t, d0.PropWrong, d1.PropWrong, "another draw places the blank pieces otherwise")

@@ -79,18 +79,23 @@ func runTable2(ctx context.Context, o options) error {
 // a finished table, or -load, which takes the networks' crop) any record
 // goes; the table prints the crop where one was set.
 func sameCrop(r *record, o options) error {
-	if o.cfg.Crop == 0 || cropSide(r) == o.cfg.Crop {
+	if o.cfg.Crop == 0 {
 		return nil
 	}
-	return fmt.Errorf("%s holds p=%d cut from a %d px square, this run asks for -crop %d: give another -results file", o.results, r.P, cropSide(r), o.cfg.Crop)
+	g, err := recordGrid(r)
+	if err != nil {
+		return fmt.Errorf("%s: p=%d: %w", o.results, r.P, err)
+	}
+	if g.CropH() == o.cfg.Crop && g.CropW() == o.cfg.Crop {
+		return nil
+	}
+	return fmt.Errorf("%s holds p=%d cut from a %dx%d px crop, this run asks for -crop %d: give another -results file", o.results, r.P, g.CropH(), g.CropW(), o.cfg.Crop)
 }
 
-// cropSide returns the side of the square r's pieces were cut from.
-func cropSide(r *record) int {
-	if r.Config.Crop != 0 {
-		return r.Config.Crop
-	}
-	return r.P * (min(r.Config.Height, r.Config.Width) / r.P)
+// recordGrid returns the geometry r's pieces were cut with, from the same
+// rule the network used (jigsaw.NewGridCrop).
+func recordGrid(r *record) (jigsaw.Grid, error) {
+	return jigsaw.NewGridCrop(max(1, r.Config.Channels), r.Config.Height, r.Config.Width, r.P, r.Config.Crop)
 }
 
 // parseSizes parses the comma-separated -sizes list; each size must be a
@@ -205,11 +210,15 @@ func formatTable(recs map[int]*record) string {
 	if hasCrop {
 		b.WriteString("| centred crop, piece side |")
 		for _, p := range tableSizes {
-			if r, ok := recs[p]; ok {
-				side := cropSide(r)
-				fmt.Fprintf(&b, " %d px, %d px |", side, side/p)
-			} else {
+			r, ok := recs[p]
+			if !ok {
 				b.WriteString(" - |")
+				continue
+			}
+			if g, err := recordGrid(r); err == nil {
+				fmt.Fprintf(&b, " %d px, %d px |", g.CropH(), g.PieceH)
+			} else {
+				b.WriteString(" ? |")
 			}
 		}
 		b.WriteString("\n")
@@ -311,14 +320,10 @@ func formatSearch(g *jigsaw.SearchGap) string {
 		pc(g.Solved), pc(g.SearchMisses), g.MeanShortfall, pc(g.ScoreMisses))
 }
 
-// oracleMetrics scores jigsaw.Oracle on z, with ties among identical pieces
-// broken by a source fixed by the seed.
-func oracleMetrics(z *jigsaw.Puzzles, seed uint64) (*jigsaw.Metrics, error) {
-	return oracleDraw(z, seed, 0)
-}
-
-// oracleDraw scores draw k of the oracle: draw 0 is oracleMetrics', the
-// others place the identical pieces with other random numbers.
+// oracleDraw scores draw k of jigsaw.Oracle on z, with ties among identical
+// pieces broken by a source fixed by the seed and k. Draw 0 is the oracle of
+// the records and tables; the others place the identical pieces with other
+// random numbers.
 func oracleDraw(z *jigsaw.Puzzles, seed uint64, k int) (*jigsaw.Metrics, error) {
 	pred, err := jigsaw.Oracle(z, rand.New(rand.NewPCG(seed, 0x6f7261636c65+uint64(k)))) // "oracle"
 	if err != nil {
@@ -365,7 +370,7 @@ func runOracle(o options) error {
 		if err != nil {
 			return err
 		}
-		m, err := oracleMetrics(z, o.seed)
+		m, err := oracleDraw(z, o.seed, 0)
 		if err != nil {
 			return err
 		}
