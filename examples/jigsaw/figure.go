@@ -17,8 +17,9 @@ const figureIters = 100
 
 // writeFigure draws, for the first puzzles of z, one row each: the original
 // (cropped) image, the scrambled pieces, the soft reconstructions at taus and
-// the hard reconstruction, like Figure 3a of the paper.
-func writeFigure(path string, net *jigsaw.Net, z *jigsaw.Puzzles, taus []float64, dec jigsaw.Decoder) error {
+// the hard reconstruction, like Figure 3a of the paper. The soft
+// reconstructions are net's, the hard one is ens's.
+func writeFigure(path string, net *jigsaw.Net, ens *jigsaw.Ensemble, z *jigsaw.Puzzles, taus []float64, dec jigsaw.Decoder) error {
 	g := net.Grid()
 	k := min(figureRows, z.Len())
 	head := &jigsaw.Puzzles{Grid: g, Pieces: z.Pieces[:k*g.N()*g.PieceSize()], Scrambled: z.Scrambled[:k*g.N()*g.PieceSize()], Perms: z.Perms[:k]}
@@ -40,7 +41,7 @@ func writeFigure(path string, net *jigsaw.Net, z *jigsaw.Puzzles, taus []float64
 			return err
 		}
 	}
-	preds, err := net.SolveWith(head, dec)
+	preds, err := ens.SolveWith(head, dec)
 	if err != nil {
 		return err
 	}

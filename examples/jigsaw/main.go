@@ -52,7 +52,14 @@
 //
 //	go run ./examples/jigsaw -mnist DIR -p 6 -load NET.gob -val -eval 2000 -pairwise 3 -anneal 1600000 -fit-pairs /tmp/pairs.json -fit-unary
 //
-// (see jigsaw.Decoder, jigsaw.Net.FitPairs and models/jigsaw/README.md).
+// -ensemble A.gob,B.gob decodes with the -load network and these together,
+// by the mean of their scores (networks for the same pieces, say trained
+// from other -seed values; with -table2, folders as -load):
+//
+//	go run ./examples/jigsaw -mnist DIR -p 3 -load S1.gob -ensemble S2.gob,S3.gob -val -eval 2000 -pairwise 3 -anneal 400000
+//
+// (see jigsaw.Decoder, jigsaw.Ensemble, jigsaw.Net.FitPairs and
+// models/jigsaw/README.md).
 package main
 
 import (
@@ -90,6 +97,7 @@ type options struct {
 	figTaus                     string
 	sizes                       string // -table2 sizes, in run order
 	load                        string // trained network (file; -table2: folder)
+	ensemble                    string // more trained networks, comma-separated, as -load
 	dec                         jigsaw.Decoder
 	decodeSeed                  uint64
 	pairs, fitPairs             string
@@ -132,6 +140,7 @@ func main() {
 	flag.IntVar(&o.cfg.EdgeDepth, "edge-depth", 1, "pixel rows in a border strip of -refine")
 	flag.StringVar(&o.figTaus, "figtaus", "1,0.3,0.1", "temperatures of the soft reconstructions in the figure")
 	flag.StringVar(&o.load, "load", "", "evaluate this saved network (.gob written by an earlier run) instead of training one; with -table2, a folder holding one jigsaw_*_pN.gob per size")
+	flag.StringVar(&o.ensemble, "ensemble", "", "comma-separated saved networks (files, or with -table2 folders, as -load) decoded together with the -load network: the decoder maximises the mean of their scores (see jigsaw.Ensemble)")
 	flag.Float64Var(&o.dec.Pairwise, "pairwise", 0, "decode by the quadratic score with this weight of the learned edge compatibilities (0: the linear assignment M(g); needs -refine; see jigsaw.Decoder)")
 	flag.Float64Var(&o.dec.Seam, "seam", 0, "decode by the quadratic score with this weight of the squared pixel differences across the seams of neighbouring pieces (any network; see jigsaw.Decoder)")
 	flag.IntVar(&o.dec.Anneal, "anneal", 0, "simulated-annealing proposals per puzzle of the -pairwise or -seam decoder (0: pair swaps only)")
@@ -257,6 +266,9 @@ type record struct {
 	// trained it (from the JSON beside it), when the network was loaded.
 	Model        string `json:"model,omitempty"`
 	TrainCommand string `json:"train_command,omitempty"`
+	// Ensemble lists the networks of -ensemble, decoded together with
+	// Model's (absent for one network).
+	Ensemble []member `json:"ensemble,omitempty"`
 	// Decoder is the decoder of -pairwise, -seam and -anneal (absent for M(g)),
 	// and DecodeSec the seconds it took on the held-out puzzles.
 	Decoder   *jigsaw.Decoder `json:"decoder,omitempty"`
@@ -268,6 +280,15 @@ type record struct {
 	// (-pairs or -fit-pairs), and Fit how -fit-pairs fitted them.
 	Pairs string     `json:"pairs,omitempty"`
 	Fit   *fitRecord `json:"fit,omitempty"`
+}
+
+// member is one network of -ensemble besides the -load one.
+type member struct {
+	Model        string  `json:"model"`
+	Seed         uint64  `json:"seed"`
+	Steps        int     `json:"steps"`
+	TrainSec     float64 `json:"train_seconds"`
+	TrainCommand string  `json:"train_command,omitempty"`
 }
 
 // fitRecord describes a -fit-pairs run.
@@ -292,10 +313,14 @@ func experiment(ctx context.Context, o options, p int, train, test *dataset.Imag
 	}
 	base := filepath.Join(o.out, fmt.Sprintf("jigsaw_%s_p%d", safe(name), p))
 	if o.load != "" {
-		if net, rec, err = loadTrained(o, p, train); err != nil {
+		if net, rec, err = loadTrained(o, o.load, p, train); err != nil {
 			return nil, err
 		}
 	} else if net, rec, err = trainNet(ctx, o, p, train, base+".ckpt"); err != nil {
+		return nil, err
+	}
+	ens, err := ensembleOf(o, net, p, train, rec)
+	if err != nil {
 		return nil, err
 	}
 	if o.dec.Pairwise != 0 || o.dec.Seam != 0 || o.dec.Anneal != 0 {
@@ -315,7 +340,7 @@ func experiment(ctx context.Context, o options, p int, train, test *dataset.Imag
 		return nil, err
 	}
 	start := time.Now()
-	preds, err := net.SolveWith(z, dec)
+	preds, err := ens.SolveWith(z, dec)
 	if err != nil {
 		return nil, err
 	}
@@ -326,7 +351,7 @@ func experiment(ctx context.Context, o options, p int, train, test *dataset.Imag
 		return nil, err
 	}
 	if o.dec.Pairwise != 0 || o.dec.Seam != 0 {
-		g, err := net.SearchGap(z, preds, dec)
+		g, err := ens.SearchGap(z, preds, dec)
 		if err != nil {
 			return nil, err
 		}
@@ -349,7 +374,7 @@ func experiment(ctx context.Context, o options, p int, train, test *dataset.Imag
 	if err != nil {
 		return nil, err
 	}
-	if err := writeFigure(base+".png", net, z, taus, dec); err != nil {
+	if err := writeFigure(base+".png", net, ens, z, taus, dec); err != nil {
 		return nil, err
 	}
 	fmt.Fprintf(os.Stderr, "wrote %s.{%s}\n", base, wrote)
@@ -449,19 +474,47 @@ func trainNet(ctx context.Context, o options, p int, train *dataset.Images, ckpt
 	return net, rec, nil
 }
 
-// loadTrained reads the network of -load for p pieces per side (with
-// -table2, the one checkpoint jigsaw_*_pN.gob in the -load folder). The
-// training fields of the record come from the JSON written beside the
-// checkpoint by the run that trained it, when it is there.
-func loadTrained(o options, p int, train *dataset.Images) (*jigsaw.Net, *record, error) {
-	path := o.load
+// ensembleOf returns the ensemble of net and the networks of -ensemble
+// for p pieces per side, and notes the latter in rec.
+func ensembleOf(o options, net *jigsaw.Net, p int, train *dataset.Images, rec *record) (*jigsaw.Ensemble, error) {
+	nets := []*jigsaw.Net{net}
+	if o.ensemble != "" {
+		switch {
+		case o.load == "":
+			return nil, errors.New("-ensemble decodes saved networks together with the -load one: it needs -load")
+		case o.fitPairs != "" || o.pairs != "":
+			return nil, errors.New("-ensemble decodes with the networks' own compatibilities: it excludes -pairs and -fit-pairs")
+		}
+		for _, load := range strings.Split(o.ensemble, ",") {
+			m, r, err := loadTrained(o, strings.TrimSpace(load), p, train)
+			if err != nil {
+				return nil, fmt.Errorf("-ensemble: %w", err)
+			}
+			nets = append(nets, m)
+			rec.Ensemble = append(rec.Ensemble, member{Model: r.Model, Seed: r.Seed, Steps: r.Steps, TrainSec: r.TrainSec, TrainCommand: r.TrainCommand})
+		}
+	}
+	ens, err := jigsaw.NewEnsemble(nets...)
+	if err != nil {
+		return nil, fmt.Errorf("-ensemble: %w", err)
+	}
+	return ens, nil
+}
+
+// loadTrained reads the network saved at load (-load or one of -ensemble)
+// for p pieces per side (with -table2, load is a folder and the network the
+// one checkpoint jigsaw_*_pN.gob in it). The training fields of the record
+// come from the JSON written beside the checkpoint by the run that trained
+// it, when it is there.
+func loadTrained(o options, load string, p int, train *dataset.Images) (*jigsaw.Net, *record, error) {
+	path := load
 	if o.table2 {
-		m, err := filepath.Glob(filepath.Join(o.load, fmt.Sprintf("jigsaw_*_p%d.gob", p)))
+		m, err := filepath.Glob(filepath.Join(load, fmt.Sprintf("jigsaw_*_p%d.gob", p)))
 		if err != nil {
 			return nil, nil, err
 		}
 		if len(m) != 1 {
-			return nil, nil, fmt.Errorf("-load %s: want one jigsaw_*_p%d.gob, found %d", o.load, p, len(m))
+			return nil, nil, fmt.Errorf("-load %s: want one jigsaw_*_p%d.gob, found %d", load, p, len(m))
 		}
 		path = m[0]
 	}

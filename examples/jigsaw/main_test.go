@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"image"
 	"image/color"
 	"image/png"
@@ -367,4 +368,64 @@ func TestOracleSpread(t *testing.T) {
 	assert.InDelta(t, 0.0125, s[1][1], 0.006)
 	assert.InDelta(t, 0.5, s[2][0], 0.02, "prop. any wrong is the swapped share")
 	assert.InDelta(t, 2*s[1][1], s[2][1], 1e-12)
+}
+
+func TestEnsembleFlag(t *testing.T) {
+	in := t.TempDir()
+	writePictures(t, in, 10, 12)
+	o := options{
+		images: in, size: 12, p: 2, steps: 3, batch: 4, lr: 1e-3, quiet: true, figTaus: "1",
+		cfg: jigsaw.Config{Filters: 2, Kernel: 3, Pool: 2, Tau: 1, Iters: 5, Samples: 1, Noise: 1, Refine: 1},
+	}
+	name := "jigsaw_images-" + filepath.Base(in) + "_p2"
+	gobs := make([]string, 2)
+	for k := range gobs {
+		o.seed, o.out = uint64(k+1), t.TempDir()
+		require.NoError(t, run(context.Background(), o))
+		gobs[k] = filepath.Join(o.out, name+".gob")
+	}
+	read := func(dir string) record {
+		t.Helper()
+		b, err := os.ReadFile(filepath.Join(dir, name+".json"))
+		require.NoError(t, err)
+		var r record
+		require.NoError(t, json.Unmarshal(b, &r))
+		return r
+	}
+	o.seed, o.dec = 1, jigsaw.Decoder{Pairwise: 1, Anneal: 50, Seed: 1}
+	o.load, o.out = gobs[0], t.TempDir()
+	require.NoError(t, run(context.Background(), o))
+	alone := read(o.out)
+	assert.Empty(t, alone.Ensemble)
+
+	// The same network twice decodes as it does alone.
+	o.ensemble, o.out = gobs[0], t.TempDir()
+	require.NoError(t, run(context.Background(), o))
+	twice := read(o.out)
+	assert.Equal(t, alone.Metrics, twice.Metrics)
+	assert.Equal(t, alone.Search, twice.Search)
+
+	// Another network is recorded with its seed and training.
+	o.ensemble, o.out = " "+gobs[1]+" ", t.TempDir()
+	require.NoError(t, run(context.Background(), o))
+	r := read(o.out)
+	require.Len(t, r.Ensemble, 1)
+	m := r.Ensemble[0]
+	assert.Equal(t, gobs[1], m.Model)
+	assert.Equal(t, uint64(2), m.Seed)
+	assert.Equal(t, 3, m.Steps)
+	assert.Positive(t, m.TrainSec)
+	assert.NotEmpty(t, m.TrainCommand)
+	table := formatTable(map[int]*record{2: &r})
+	assert.Contains(t, table, fmt.Sprintf("| ensemble: networks, seeds, training minutes in all | 2, 1 2, %.1f | - |", (r.TrainSec+m.TrainSec)/60))
+	assert.NotContains(t, formatTable(map[int]*record{2: &alone}), "ensemble")
+
+	o.load = ""
+	assert.ErrorContains(t, run(context.Background(), o), "it needs -load")
+	o.load, o.pairs = gobs[0], "pairs.json"
+	assert.ErrorContains(t, run(context.Background(), o), "excludes -pairs and -fit-pairs")
+	o.pairs, o.ensemble = "", filepath.Join(t.TempDir(), "missing.gob")
+	assert.ErrorContains(t, run(context.Background(), o), "-ensemble")
+	o.p = 3
+	assert.ErrorContains(t, run(context.Background(), o), "network for 2 x 2 pieces")
 }

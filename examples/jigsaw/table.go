@@ -232,6 +232,29 @@ func formatTable(recs map[int]*record) string {
 		}
 	}
 	b.WriteString("\n")
+	// An ensemble (-ensemble) gets a row of its own, only where a record
+	// decodes with one: the networks and their training minutes in all.
+	hasEnsemble := false
+	for _, r := range recs {
+		hasEnsemble = hasEnsemble || len(r.Ensemble) > 0
+	}
+	if hasEnsemble {
+		b.WriteString("| ensemble: networks, seeds, training minutes in all |")
+		for _, p := range tableSizes {
+			r, ok := recs[p]
+			if !ok {
+				b.WriteString(" - |")
+				continue
+			}
+			seeds, sec := []string{strconv.FormatUint(r.Seed, 10)}, r.TrainSec
+			for _, m := range r.Ensemble {
+				seeds = append(seeds, strconv.FormatUint(m.Seed, 10))
+				sec += m.TrainSec
+			}
+			fmt.Fprintf(&b, " %d, %s, %.1f |", len(seeds), strings.Join(seeds, " "), sec/60)
+		}
+		b.WriteString("\n")
+	}
 	hasDecoder, hasSeam := false, false
 	for _, r := range recs {
 		hasDecoder = hasDecoder || r.Decoder != nil

@@ -8,10 +8,7 @@ import (
 	"runtime"
 	"sync"
 
-	"gonum.org/v1/gonum/mat"
-
 	"github.com/permlab/permlab/perm"
-	"github.com/permlab/permlab/relax"
 )
 
 // Decoder says how SolveWith turns the scores of a network into a hard
@@ -140,44 +137,11 @@ func (d Decoder) validate(refine int) error {
 // says: pred[b][i] is the predicted position of scrambled piece i of puzzle
 // b. The result does not depend on GOMAXPROCS.
 func (n *Net) SolveWith(z *Puzzles, d Decoder) ([]perm.Perm, error) {
-	if err := n.checkDecoder(d); err != nil {
-		return nil, fmt.Errorf("jigsaw: SolveWith: %w", err)
-	}
-	if z.Len() >= maxPuzzles {
-		return nil, fmt.Errorf("jigsaw: SolveWith: %d puzzles, at most %d in one call", z.Len(), maxPuzzles-1)
-	}
-	logits, preds, err := n.logitsAndMatching(z)
-	if err != nil {
-		return nil, fmt.Errorf("jigsaw: SolveWith: %w", err)
-	}
-	if d.Pairwise == 0 && d.Seam == 0 {
-		return preds, nil
-	}
-	n.eachPuzzle(len(preds), func(s *arranger, b int) {
-		scr := n.scrambledOf(z, b)
-		n.pairTables(s.h, s.v, scr, d)
-		s.decode(preds[b], s.unaryScores(logits[b].RawMatrix().Data, d.Pair, n.grid, scr), d, uint64(b))
-	})
-	return preds, nil
+	return n.one().SolveWith(z, d)
 }
 
-// logitsAndMatching returns the logits g of every puzzle of z and their
-// linear assignments M(g).
-func (n *Net) logitsAndMatching(z *Puzzles) ([]*mat.Dense, []perm.Perm, error) {
-	logits, err := n.LogitMatrices(z)
-	if err != nil {
-		return nil, nil, err
-	}
-	ms := make([]mat.Matrix, len(logits))
-	for i, g := range logits {
-		ms[i] = g
-	}
-	preds, err := relax.MatchingBatch(ms)
-	if err != nil {
-		return nil, nil, err
-	}
-	return logits, preds, nil
-}
+// one returns the ensemble of n alone.
+func (n *Net) one() *Ensemble { return &Ensemble{nets: []*Net{n}} }
 
 // eachPuzzle calls fn(s, k) for k = 0, …, count−1 on up to GOMAXPROCS
 // goroutines, each with an arranger of its own. fn must write only what
@@ -206,11 +170,7 @@ func (n *Net) scrambledOf(z *Puzzles, b int) []float64 {
 
 // EvaluateWith decodes every puzzle of z with d and averages the Metrics.
 func (n *Net) EvaluateWith(z *Puzzles, d Decoder) (Metrics, error) {
-	preds, err := n.SolveWith(z, d)
-	if err != nil {
-		return Metrics{}, err
-	}
-	return ScoreAll(z, preds)
+	return n.one().EvaluateWith(z, d)
 }
 
 // edgeTables fills h[i*N+j], the compatibility c_h of piece j right of piece
@@ -304,6 +264,7 @@ type arranger struct {
 	start     []int     // the climbed M(g), where every restart begins
 	won       []int     // the best arrangement over the restarts
 	margin    []float64 // scratch unary scores of Net.FitPairs
+	eh, ev    []float64 // scratch tables of the other networks of an Ensemble
 	weighted  []float64 // the weighted logits and border terms (unaryScores)
 }
 
@@ -549,25 +510,30 @@ type SearchGap struct {
 // least as high, yet is wrong, is a failure of the score, which more search
 // cannot mend. Scores within 1e-9 of each other (relative) count as equal.
 func (n *Net) SearchGap(z *Puzzles, preds []perm.Perm, d Decoder) (SearchGap, error) {
-	if err := n.checkDecoder(d); err != nil {
-		return SearchGap{}, fmt.Errorf("jigsaw: SearchGap: %w", err)
+	return n.one().SearchGap(z, preds, d)
+}
+
+func (e *Ensemble) searchGap(z *Puzzles, preds []perm.Perm, d Decoder) (SearchGap, error) {
+	if err := e.check(d); err != nil {
+		return SearchGap{}, err
 	}
 	if d.Pairwise == 0 && d.Seam == 0 {
-		return SearchGap{}, errors.New("jigsaw: SearchGap: the decoder has no quadratic score (Pairwise and Seam are 0)")
+		return SearchGap{}, errors.New("the decoder has no quadratic score (Pairwise and Seam are 0)")
 	}
 	if len(preds) != z.Len() {
-		return SearchGap{}, fmt.Errorf("jigsaw: SearchGap: %d predictions for %d puzzles", len(preds), z.Len())
+		return SearchGap{}, fmt.Errorf("%d predictions for %d puzzles", len(preds), z.Len())
 	}
+	n := e.nets[0]
 	nn2, ps := n.grid.N(), n.grid.PieceSize()
 	for b, p := range preds {
 		if len(p) != nn2 {
-			return SearchGap{}, fmt.Errorf("jigsaw: SearchGap: prediction %d has %d items, want %d", b, len(p), nn2)
+			return SearchGap{}, fmt.Errorf("prediction %d has %d items, want %d", b, len(p), nn2)
 		}
 		if err := p.Validate(); err != nil {
-			return SearchGap{}, fmt.Errorf("jigsaw: SearchGap: prediction %d: %w", b, err)
+			return SearchGap{}, fmt.Errorf("prediction %d: %w", b, err)
 		}
 	}
-	logits, err := n.LogitMatrices(z)
+	logits, err := e.logits(z)
 	if err != nil {
 		return SearchGap{}, err
 	}
@@ -575,7 +541,7 @@ func (n *Net) SearchGap(z *Puzzles, preds []perm.Perm, d Decoder) (SearchGap, er
 	decoded, truth := make([]float64, len(preds)), make([]float64, len(preds))
 	n.eachPuzzle(len(preds), func(s *arranger, b int) {
 		scr := n.scrambledOf(z, b)
-		n.pairTables(s.h, s.v, scr, d)
+		e.pairTables(s, scr, d)
 		s.u, s.lam = s.unaryScores(logits[b].RawMatrix().Data, d.Pair, n.grid, scr), d.scale()
 		s.place(preds[b])
 		decoded[b] = s.energy()
@@ -588,7 +554,7 @@ func (n *Net) SearchGap(z *Puzzles, preds []perm.Perm, d Decoder) (SearchGap, er
 		g.MeanTrueScore += truth[b] / float64(len(preds))
 		m, err := Score(p, z.Perms[b], z.Pieces[b*nn2*ps:(b+1)*nn2*ps], ps)
 		if err != nil {
-			return SearchGap{}, fmt.Errorf("jigsaw: SearchGap: puzzle %d: %w", b, err)
+			return SearchGap{}, fmt.Errorf("puzzle %d: %w", b, err)
 		}
 		tol := 1e-9 * max(1, math.Abs(truth[b]))
 		switch {

@@ -68,7 +68,9 @@
 // itself (a structured hinge loss over held-out puzzles, the network left
 // as it is; optionally with the weight of the logits, and with a loss that
 // counts misplaced pixels rather than pieces), and Decoder.Pair decodes
-// with them.
+// with them. An Ensemble of networks trained for the same grid, say from
+// different seeds, decodes by the mean of their scores, which averages out
+// the errors the networks do not share.
 //
 // # Training
 //

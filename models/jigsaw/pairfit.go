@@ -352,7 +352,7 @@ func (n *Net) FitPairs(z *Puzzles, d Decoder, start *PairWeights, fc FitConfig, 
 	if z.Len() == 0 || z.Len() >= maxPuzzles {
 		return nil, fmt.Errorf("jigsaw: FitPairs: %d puzzles, want 1 to %d", z.Len(), maxPuzzles-1)
 	}
-	logits, inits, err := n.logitsAndMatching(z)
+	logits, inits, err := n.one().logitsAndMatching(z)
 	if err != nil {
 		return nil, fmt.Errorf("jigsaw: FitPairs: %w", err)
 	}

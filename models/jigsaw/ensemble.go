@@ -1,0 +1,185 @@
+package jigsaw
+
+import (
+	"errors"
+	"fmt"
+
+	"gonum.org/v1/gonum/mat"
+
+	"github.com/permlab/permlab/perm"
+	"github.com/permlab/permlab/relax"
+)
+
+// Ensemble decodes puzzles with the mean score of several networks trained
+// for the same grid, typically from different seeds.
+//
+// The score of an arrangement σ is the mean of the networks' scores E_k(σ)
+// (see Decoder): the logits g_k and, with a pairwise weight, the
+// compatibilities c_k are averaged, the seam term is kept once. Averaging the
+// logits is sound although each network's are defined only up to a constant
+// per row and per column: a hard assignment uses every row and every column
+// once, so such constants shift E_k(σ) by the same amount for every σ. The
+// linear assignment of the ensemble, M(ḡ), maximises the mean of the
+// networks' linear scores.
+//
+// An ensemble of one network decodes exactly as that network's SolveWith.
+type Ensemble struct {
+	nets []*Net
+}
+
+// NewEnsemble returns the ensemble of nets. They must cut the same grid
+// (pieces per side, crop, image size and channels). It is an error to pass
+// no network.
+func NewEnsemble(nets ...*Net) (*Ensemble, error) {
+	if len(nets) == 0 {
+		return nil, errors.New("jigsaw: NewEnsemble: no networks")
+	}
+	for k, n := range nets {
+		if n == nil {
+			return nil, fmt.Errorf("jigsaw: NewEnsemble: network %d is nil", k)
+		}
+		if n.grid != nets[0].grid {
+			return nil, fmt.Errorf("jigsaw: NewEnsemble: network %d cuts %+v, network 0 cuts %+v", k, n.grid, nets[0].grid)
+		}
+	}
+	return &Ensemble{nets: append([]*Net(nil), nets...)}, nil
+}
+
+// Len returns the number of networks.
+func (e *Ensemble) Len() int { return len(e.nets) }
+
+// Grid returns the grid the networks cut.
+func (e *Ensemble) Grid() Grid { return e.nets[0].grid }
+
+// check validates d for every network. Fitted pair weights belong to one
+// network, so an ensemble of more than one refuses them.
+func (e *Ensemble) check(d Decoder) error {
+	if d.Pair != nil && len(e.nets) > 1 {
+		return errors.New("fitted pair weights belong to one network; an ensemble of several decodes with the networks' own compatibilities")
+	}
+	for k, n := range e.nets {
+		if err := n.checkDecoder(d); err != nil {
+			if len(e.nets) > 1 {
+				return fmt.Errorf("network %d: %w", k, err)
+			}
+			return err
+		}
+	}
+	return nil
+}
+
+// logits returns the mean logits ḡ of every puzzle of z.
+func (e *Ensemble) logits(z *Puzzles) ([]*mat.Dense, error) {
+	mean, err := e.nets[0].LogitMatrices(z)
+	if err != nil || len(e.nets) == 1 {
+		return mean, err
+	}
+	for _, n := range e.nets[1:] {
+		g, err := n.LogitMatrices(z)
+		if err != nil {
+			return nil, err
+		}
+		for b := range mean {
+			mean[b].Add(mean[b], g[b])
+		}
+	}
+	for _, m := range mean {
+		m.Scale(1/float64(len(e.nets)), m)
+	}
+	return mean, nil
+}
+
+// logitsAndMatching returns ḡ of every puzzle of z and its linear
+// assignments M(ḡ).
+func (e *Ensemble) logitsAndMatching(z *Puzzles) ([]*mat.Dense, []perm.Perm, error) {
+	logits, err := e.logits(z)
+	if err != nil {
+		return nil, nil, err
+	}
+	ms := make([]mat.Matrix, len(logits))
+	for i, g := range logits {
+		ms[i] = g
+	}
+	preds, err := relax.MatchingBatch(ms)
+	if err != nil {
+		return nil, nil, err
+	}
+	return logits, preds, nil
+}
+
+// pairTables fills s.h and s.v with the mean of the networks' tables (see
+// Net.pairTables) for the scrambled pieces of one puzzle.
+func (e *Ensemble) pairTables(s *arranger, scrambled []float64, d Decoder) {
+	e.nets[0].pairTables(s.h, s.v, scrambled, d)
+	if len(e.nets) == 1 {
+		return
+	}
+	if len(s.eh) != len(s.h) {
+		s.eh, s.ev = make([]float64, len(s.h)), make([]float64, len(s.v))
+	}
+	for _, n := range e.nets[1:] {
+		n.pairTables(s.eh, s.ev, scrambled, d)
+		for k := range s.h {
+			s.h[k] += s.eh[k]
+			s.v[k] += s.ev[k]
+		}
+	}
+	inv := 1 / float64(len(e.nets))
+	for k := range s.h {
+		s.h[k] *= inv
+		s.v[k] *= inv
+	}
+}
+
+// SolveWith returns a hard assignment of every puzzle of z under the mean
+// score of the networks, decoded as d says (see Decoder and Net.SolveWith):
+// pred[b][i] is the predicted position of scrambled piece i of puzzle b.
+// The result does not depend on GOMAXPROCS.
+func (e *Ensemble) SolveWith(z *Puzzles, d Decoder) ([]perm.Perm, error) {
+	preds, err := e.solve(z, d)
+	if err != nil {
+		return nil, fmt.Errorf("jigsaw: SolveWith: %w", err)
+	}
+	return preds, nil
+}
+
+func (e *Ensemble) solve(z *Puzzles, d Decoder) ([]perm.Perm, error) {
+	if err := e.check(d); err != nil {
+		return nil, err
+	}
+	if z.Len() >= maxPuzzles {
+		return nil, fmt.Errorf("%d puzzles, at most %d in one call", z.Len(), maxPuzzles-1)
+	}
+	logits, preds, err := e.logitsAndMatching(z)
+	if err != nil {
+		return nil, err
+	}
+	if d.Pairwise == 0 && d.Seam == 0 {
+		return preds, nil
+	}
+	n := e.nets[0]
+	n.eachPuzzle(len(preds), func(s *arranger, b int) {
+		scr := n.scrambledOf(z, b)
+		e.pairTables(s, scr, d)
+		s.decode(preds[b], s.unaryScores(logits[b].RawMatrix().Data, d.Pair, n.grid, scr), d, uint64(b))
+	})
+	return preds, nil
+}
+
+// EvaluateWith decodes every puzzle of z with d and averages the Metrics.
+func (e *Ensemble) EvaluateWith(z *Puzzles, d Decoder) (Metrics, error) {
+	preds, err := e.SolveWith(z, d)
+	if err != nil {
+		return Metrics{}, err
+	}
+	return ScoreAll(z, preds)
+}
+
+// SearchGap is Net.SearchGap for the mean score of the networks.
+func (e *Ensemble) SearchGap(z *Puzzles, preds []perm.Perm, d Decoder) (SearchGap, error) {
+	g, err := e.searchGap(z, preds, d)
+	if err != nil {
+		return SearchGap{}, fmt.Errorf("jigsaw: SearchGap: %w", err)
+	}
+	return g, nil
+}
