@@ -360,8 +360,11 @@ func TestOracleSpread(t *testing.T) {
 	d1, err := oracleDraw(z, 1, 1)
 	require.NoError(t, err)
 	assert.NotEqual(t, d0.PropWrong, d1.PropWrong, "another draw places the blank pieces otherwise")
-	s, err := oracleSpread(z, 1, 30)
+	s, err := oracleSpread(z, 1, 30, nil)
 	require.NoError(t, err)
+	given, err := oracleSpread(z, 1, 30, d0)
+	require.NoError(t, err)
+	assert.Equal(t, s, given, "draw 0 passed in is draw 0 computed")
 	// Per draw, prop. wrong is (2/4)·(swapped share) with the share a
 	// binomial mean of n puzzles at 1/2: mean 1/4, sd (1/2)·sqrt(1/(4n)) = 0.0125.
 	assert.InDelta(t, 0.25, s[1][0], 0.01)

@@ -406,7 +406,7 @@ func runOracle(o options) error {
 			m.KendallTau, paper["Kendall tau"][i], m.PropWrong, paper["Prop. wrong"][i], m.PropAnyWrong, paper["Prop. any wrong"][i],
 			g.PieceH, g.CropH(), 100*digits, 100*ink)
 		if o.oracleDraws > 1 {
-			if spreads[p], err = oracleSpread(z, o.seed, o.oracleDraws); err != nil {
+			if spreads[p], err = oracleSpread(z, o.seed, o.oracleDraws, m); err != nil {
 				return err
 			}
 		}
@@ -425,12 +425,16 @@ func runOracle(o options) error {
 // oracleSpread returns the mean and standard deviation over draws of the
 // oracle's Kendall tau, prop. wrong and prop. any wrong on z: how much the
 // placement of identical pieces alone moves a solver's index-based metrics.
-func oracleSpread(z *jigsaw.Puzzles, seed uint64, draws int) ([3][2]float64, error) {
+// first is draw 0, when the caller has it already (nil: computed here).
+func oracleSpread(z *jigsaw.Puzzles, seed uint64, draws int, first *jigsaw.Metrics) ([3][2]float64, error) {
 	var vals [3][]float64
 	for k := range draws {
-		m, err := oracleDraw(z, seed, k)
-		if err != nil {
-			return [3][2]float64{}, err
+		m := first
+		if k > 0 || m == nil {
+			var err error
+			if m, err = oracleDraw(z, seed, k); err != nil {
+				return [3][2]float64{}, err
+			}
 		}
 		vals[0] = append(vals[0], m.KendallTau)
 		vals[1] = append(vals[1], m.PropWrong)

@@ -37,7 +37,7 @@ type Grid struct {
 // width images. It is an error if p < 1, if an image dimension is < 1, or if
 // p exceeds a side, which would leave pieces of less than one pixel.
 func NewGrid(channels, height, width, p int) (Grid, error) {
-	return NewGridCrop(channels, height, width, p, 0)
+	return newGrid("NewGrid", channels, height, width, p, 0)
 }
 
 // NewGridCrop is NewGrid with the side of the centred square crop the pieces
@@ -51,19 +51,24 @@ func NewGrid(channels, height, width, p int) (Grid, error) {
 // puzzles a 24 px crop (8 px pieces) leaves fewer blank corners than the
 // default 27 px (9 px pieces).
 func NewGridCrop(channels, height, width, p, crop int) (Grid, error) {
+	return newGrid("NewGridCrop", channels, height, width, p, crop)
+}
+
+// newGrid is NewGridCrop; its errors carry the name of the function called.
+func newGrid(name string, channels, height, width, p, crop int) (Grid, error) {
 	switch {
 	case p < 1:
-		return Grid{}, fmt.Errorf("jigsaw: NewGrid: pieces per side %d must be >= 1", p)
+		return Grid{}, fmt.Errorf("jigsaw: %s: pieces per side %d must be >= 1", name, p)
 	case channels < 1 || height < 1 || width < 1:
-		return Grid{}, fmt.Errorf("jigsaw: NewGrid: image %dx%dx%d must have positive dimensions", channels, height, width)
+		return Grid{}, fmt.Errorf("jigsaw: %s: image %dx%dx%d must have positive dimensions", name, channels, height, width)
 	case p > height || p > width:
-		return Grid{}, fmt.Errorf("jigsaw: NewGrid: %d pieces per side leave pieces of less than 1 px in a %dx%d image", p, height, width)
+		return Grid{}, fmt.Errorf("jigsaw: %s: %d pieces per side leave pieces of less than 1 px in a %dx%d image", name, p, height, width)
 	case crop < 0:
-		return Grid{}, fmt.Errorf("jigsaw: NewGrid: crop %d must be >= 0", crop)
+		return Grid{}, fmt.Errorf("jigsaw: %s: crop %d must be >= 0", name, crop)
 	case crop > height || crop > width:
-		return Grid{}, fmt.Errorf("jigsaw: NewGrid: crop %d exceeds the %dx%d image", crop, height, width)
+		return Grid{}, fmt.Errorf("jigsaw: %s: crop %d exceeds the %dx%d image", name, crop, height, width)
 	case crop%p != 0:
-		return Grid{}, fmt.Errorf("jigsaw: NewGrid: crop %d is not a multiple of %d pieces per side", crop, p)
+		return Grid{}, fmt.Errorf("jigsaw: %s: crop %d is not a multiple of %d pieces per side", name, crop, p)
 	}
 	ph, pw := height/p, width/p
 	if crop > 0 {

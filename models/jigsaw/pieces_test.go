@@ -119,8 +119,13 @@ func TestNewGridErrors(t *testing.T) {
 		{1, 28, 28, 0}, {1, 28, 28, -2}, {1, 28, 28, 29}, {0, 28, 28, 2}, {1, 0, 28, 2}, {1, 28, 3, 4},
 	} {
 		_, err := NewGrid(tc.c, tc.h, tc.w, tc.p)
-		assert.Error(t, err, "%+v", tc)
+		assert.ErrorContains(t, err, "jigsaw: NewGrid: ", "%+v", tc)
+		// The errors name the function called.
+		_, err = NewGridCrop(tc.c, tc.h, tc.w, tc.p, 0)
+		assert.ErrorContains(t, err, "jigsaw: NewGridCrop: ", "%+v", tc)
 	}
+	_, err := NewGridCrop(1, 28, 28, 3, 25)
+	assert.EqualError(t, err, "jigsaw: NewGridCrop: crop 25 is not a multiple of 3 pieces per side")
 }
 
 func TestCutAssembleRoundTrip(t *testing.T) {
