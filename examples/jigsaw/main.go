@@ -134,6 +134,7 @@ func main() {
 	flag.IntVar(&o.cfg.Iters, "iters", def.Iters, "Sinkhorn iterations L")
 	flag.IntVar(&o.cfg.Samples, "samples", def.Samples, "Gumbel samples per image")
 	flag.Float64Var(&o.cfg.Noise, "noise", def.Noise, "scale of the Gumbel noise")
+	flag.Float64Var(&o.cfg.LossPower, "loss-power", 0, "exponent γ the training loss raises pixel values to before comparing pieces (0 or 1: the pixels, the paper's loss; < 1 weighs faint pieces more; see jigsaw.Config.LossPower)")
 	flag.IntVar(&o.cfg.Hidden, "hidden", 0, "ReLU units of a hidden layer after the pooled features (0: the paper's network)")
 	flag.BoolVar(&o.cfg.Context, "context", false, "feed the hidden layer the puzzle's mean piece feature too (needs -hidden)")
 	flag.IntVar(&o.cfg.Refine, "refine", 0, "edge-matching rounds after the first logits (0: none; see jigsaw.Config.Refine)")

@@ -83,6 +83,12 @@
 // test time the assignment is hard, M(g(X̃)), computed exactly
 // (relax.MatchingBatch), and the reconstruction is M^T X̃.
 //
+// Two pieces traded cost f the squared difference of their pixels, so
+// faint pieces, with a few grey pixels, cost almost nothing wherever they
+// go. Config.LossPower γ compares φ(X) and P^T φ(X̃) instead, with
+// φ(x) = sign(x)·|x|^γ applied to the pixels (not to the network's input);
+// γ < 1 lifts grey values and so weighs faint pieces more.
+//
 // Train draws minibatches, permutations and noise from one random stream
 // seeded by TrainConfig.Seed. With TrainConfig.Checkpoint it saves that
 // stream's state with the weights and Adam's moments, so an interrupted run

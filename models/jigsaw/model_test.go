@@ -65,6 +65,9 @@ func TestNewErrors(t *testing.T) {
 		func(c *Config) { c.Crop = 5 },
 		func(c *Config) { c.Crop = 10 },
 		func(c *Config) { c.Crop = 2 }, // 1 px pieces, smaller than the pool
+		func(c *Config) { c.LossPower = -0.5 },
+		func(c *Config) { c.LossPower = math.NaN() },
+		func(c *Config) { c.LossPower = math.Inf(1) },
 	} {
 		c := tinyConfig()
 		mod(&c)
@@ -83,6 +86,7 @@ var variants = map[string]func(c *Config){
 	"context+refine": func(c *Config) { c.Hidden, c.Context, c.Refine = 6, true, 1 },
 	"refine depth 2": func(c *Config) { c.Refine, c.EdgeDepth = 1, 2 },
 	"crop":           func(c *Config) { c.Crop = 6 },
+	"loss power":     func(c *Config) { c.LossPower = 0.5 },
 }
 
 func TestEquivariance(t *testing.T) {
@@ -392,6 +396,57 @@ func TestRefineGradient(t *testing.T) {
 	cfg.Refine = 2
 	testGradient(t, cfg)
 	cfg.Refine, cfg.EdgeDepth = 1, 2
+	testGradient(t, cfg)
+}
+
+// TestLossPower checks the loss with Config.LossPower against its
+// definition: the loss of the same logits on pieces mapped by φ, which
+// leaves 0 and 1 alone (so images of only 0 and 1 lose the same), and the
+// gradients by central differences.
+func TestLossPower(t *testing.T) {
+	dst := make([]float64, 5)
+	lossPower(dst, []float64{0.25, -0.04, 0, 1, 0.01}, 0.5)
+	assert.InDeltaSlice(t, []float64{0.5, -0.2, 0, 1, 0.1}, dst, 1e-15)
+
+	cfg := tinyConfig()
+	cfg.P, cfg.Height, cfg.Width, cfg.Noise = 3, 9, 9, 0
+	plain, err := New(cfg, 3)
+	require.NoError(t, err)
+	cfg.LossPower = 0.5
+	lifted, err := New(cfg, 3)
+	require.NoError(t, err)
+	rng := rand.New(rand.NewPCG(4, 5))
+	grey := randomImages(rng, 3, 1, 9, 9)
+	binary := make([]float64, len(grey))
+	for i, v := range grey {
+		if v > 0.5 {
+			binary[i] = 1
+		}
+	}
+	tape := ad.NewTape()
+	loss := func(n *Net, z *Puzzles) float64 {
+		tape.Reset()
+		v := n.Loss(tape, z, nil).Item()
+		require.NoError(t, tape.Err())
+		return v
+	}
+	zb, err := MakePuzzles(plain.Grid(), binary, nil, rand.New(rand.NewPCG(1, 1)))
+	require.NoError(t, err)
+	assert.Equal(t, loss(plain, zb), loss(lifted, zb), "0 and 1 are fixed points of φ")
+	zg, err := MakePuzzles(plain.Grid(), grey, nil, rand.New(rand.NewPCG(1, 1)))
+	require.NoError(t, err)
+	// The same logits on the mapped pieces: the network sees the pixels.
+	tape.Reset()
+	g := lifted.Logits(tape, zg, 0, zg.Len())
+	xt, x := make([]float64, len(zg.Scrambled)), make([]float64, len(zg.Pieces))
+	lossPower(xt, zg.Scrambled, 0.5)
+	lossPower(x, zg.Pieces, 0.5)
+	want := softLoss(g, xt, x, zg.Grid.PieceSize(), cfg.Samples, nil, cfg.Tau, cfg.Iters).Item()
+	require.NoError(t, tape.Err())
+	got := loss(lifted, zg)
+	assert.Equal(t, want, got)
+	assert.NotEqual(t, loss(plain, zg), got, "grey pixels are lifted")
+	cfg.LossPower, cfg.Hidden, cfg.Refine = 0.3, 5, 1
 	testGradient(t, cfg)
 }
 
