@@ -172,12 +172,25 @@ func TestSolveWith(t *testing.T) {
 		require.NoError(t, got[b].Validate())
 		assert.GreaterOrEqual(t, energy(b, got[b]), energy(b, plain[b])-1e-9, "puzzle %d", b)
 	}
+	checkSerialAndEvaluate(t, net, z, d, got)
+}
+
+// solver is what Net and Ensemble share.
+type solver interface {
+	SolveWith(*Puzzles, Decoder) ([]perm.Perm, error)
+	EvaluateWith(*Puzzles, Decoder) (Metrics, error)
+}
+
+// checkSerialAndEvaluate checks that s decodes z with d to got on one
+// thread too, and that its EvaluateWith scores got.
+func checkSerialAndEvaluate(t *testing.T, s solver, z *Puzzles, d Decoder, got []perm.Perm) {
+	t.Helper()
 	prev := runtime.GOMAXPROCS(1)
-	one, err := net.SolveWith(z, d)
+	one, err := s.SolveWith(z, d)
 	runtime.GOMAXPROCS(prev)
 	require.NoError(t, err)
 	assert.Equal(t, got, one, "SolveWith depends on GOMAXPROCS")
-	m, err := net.EvaluateWith(z, d)
+	m, err := s.EvaluateWith(z, d)
 	require.NoError(t, err)
 	want, err := ScoreAll(z, got)
 	require.NoError(t, err)

@@ -3,7 +3,6 @@ package jigsaw
 import (
 	"math"
 	"math/rand/v2"
-	"runtime"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -101,16 +100,7 @@ func TestEnsembleMeanScore(t *testing.T) {
 		require.NoError(t, err)
 		assert.InDelta(t, atGot, one.MeanScore, 1e-9, "puzzle %d", i)
 	}
-	prev := runtime.GOMAXPROCS(1)
-	serial, err := e.SolveWith(z, d)
-	runtime.GOMAXPROCS(prev)
-	require.NoError(t, err)
-	assert.Equal(t, got, serial, "the ensemble depends on GOMAXPROCS")
-	m, err := e.EvaluateWith(z, d)
-	require.NoError(t, err)
-	want, err := ScoreAll(z, got)
-	require.NoError(t, err)
-	assert.Equal(t, want, m)
+	checkSerialAndEvaluate(t, e, z, d, got)
 }
 
 func TestEnsembleErrors(t *testing.T) {
