@@ -314,7 +314,7 @@ func experiment(ctx context.Context, o options, p int, train, test *dataset.Imag
 	}
 	base := filepath.Join(o.out, fmt.Sprintf("jigsaw_%s_p%d", safe(name), p))
 	if o.load != "" {
-		if net, rec, err = loadTrained(o, o.load, p, train); err != nil {
+		if net, rec, err = loadTrained(o, "-load", o.load, p, train); err != nil {
 			return nil, err
 		}
 	} else if net, rec, err = trainNet(ctx, o, p, train, base+".ckpt"); err != nil {
@@ -487,9 +487,9 @@ func ensembleOf(o options, net *jigsaw.Net, p int, train *dataset.Images, rec *r
 			return nil, errors.New("-ensemble decodes with the networks' own compatibilities: it excludes -pairs and -fit-pairs")
 		}
 		for _, load := range strings.Split(o.ensemble, ",") {
-			m, r, err := loadTrained(o, strings.TrimSpace(load), p, train)
+			m, r, err := loadTrained(o, "-ensemble", strings.TrimSpace(load), p, train)
 			if err != nil {
-				return nil, fmt.Errorf("-ensemble: %w", err)
+				return nil, err
 			}
 			nets = append(nets, m)
 			rec.Ensemble = append(rec.Ensemble, member{Model: r.Model, Seed: r.Seed, Steps: r.Steps, TrainSec: r.TrainSec, TrainCommand: r.TrainCommand})
@@ -502,12 +502,13 @@ func ensembleOf(o options, net *jigsaw.Net, p int, train *dataset.Images, rec *r
 	return ens, nil
 }
 
-// loadTrained reads the network saved at load (-load or one of -ensemble)
+// loadTrained reads the network saved at load (-load or one of -ensemble,
+// the flag its errors name)
 // for p pieces per side (with -table2, load is a folder and the network the
 // one checkpoint jigsaw_*_pN.gob in it). The training fields of the record
 // come from the JSON written beside the checkpoint by the run that trained
 // it, when it is there.
-func loadTrained(o options, load string, p int, train *dataset.Images) (*jigsaw.Net, *record, error) {
+func loadTrained(o options, flagName, load string, p int, train *dataset.Images) (*jigsaw.Net, *record, error) {
 	path := load
 	if o.table2 {
 		m, err := filepath.Glob(filepath.Join(load, fmt.Sprintf("jigsaw_*_p%d.gob", p)))
@@ -515,19 +516,19 @@ func loadTrained(o options, load string, p int, train *dataset.Images) (*jigsaw.
 			return nil, nil, err
 		}
 		if len(m) != 1 {
-			return nil, nil, fmt.Errorf("-load %s: want one jigsaw_*_p%d.gob, found %d", load, p, len(m))
+			return nil, nil, fmt.Errorf("%s %s: want one jigsaw_*_p%d.gob, found %d", flagName, load, p, len(m))
 		}
 		path = m[0]
 	}
 	net, err := jigsaw.LoadFile(path)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, fmt.Errorf("%s: %w", flagName, err)
 	}
 	if g := net.Grid(); g.P != p || g.Channels != train.Channels || g.Height != train.Height || g.Width != train.Width {
-		return nil, nil, fmt.Errorf("-load %s: network for %d x %d pieces of %dx%dx%d images, want %d x %d of %dx%dx%d", path, g.P, g.P, g.Channels, g.Height, g.Width, p, p, train.Channels, train.Height, train.Width)
+		return nil, nil, fmt.Errorf("%s %s: network for %d x %d pieces of %dx%dx%d images, want %d x %d of %dx%dx%d", flagName, path, g.P, g.P, g.Channels, g.Height, g.Width, p, p, train.Channels, train.Height, train.Width)
 	}
 	if g := net.Grid(); o.cfg.Crop != 0 && (g.CropH() != o.cfg.Crop || g.CropW() != o.cfg.Crop) {
-		return nil, nil, fmt.Errorf("-load %s: network for pieces cut from a %dx%d px crop, -crop asks for %d", path, g.CropH(), g.CropW(), o.cfg.Crop)
+		return nil, nil, fmt.Errorf("%s %s: network for pieces cut from a %dx%d px crop, -crop asks for %d", flagName, path, g.CropH(), g.CropW(), o.cfg.Crop)
 	}
 	rec := &record{P: p, Config: net.Config(), Params: net.NumParams(), Model: path}
 	trained := strings.TrimSuffix(path, ".gob") + ".json"

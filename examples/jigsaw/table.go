@@ -184,146 +184,112 @@ func formatTable(recs map[int]*record) string {
 		}
 		b.WriteString("\n")
 	}
-	hasOracle := false
-	for _, r := range recs {
-		hasOracle = hasOracle || r.Oracle != nil
-	}
-	if hasOracle {
+	// Every row below but the training one appears only where a record has
+	// what it shows, so that tables made before it existed print as they did.
+	if anyRecord(recs, func(r *record) bool { return r.Oracle != nil }) {
 		for _, row := range rows[:3] {
-			fmt.Fprintf(&b, "| %s, best possible |", row.name)
-			for _, p := range tableSizes {
-				if r, ok := recs[p]; ok && r.Oracle != nil {
-					fmt.Fprintf(&b, " %.3f |", row.get(*r.Oracle))
-				} else {
-					b.WriteString(" - |")
+			writeRow(&b, recs, row.name+", best possible", func(r *record) string {
+				if r.Oracle == nil {
+					return ""
 				}
-			}
-			b.WriteString("\n")
+				return fmt.Sprintf("%.3f", row.get(*r.Oracle))
+			})
 		}
 	}
-	// A crop other than the default (-crop) gets a row of its own, only
-	// where a record sets one, so that earlier tables print as they did.
-	hasCrop := false
-	for _, r := range recs {
-		hasCrop = hasCrop || r.Config.Crop != 0
-	}
-	if hasCrop {
-		b.WriteString("| centred crop, piece side |")
-		for _, p := range tableSizes {
-			r, ok := recs[p]
-			if !ok {
-				b.WriteString(" - |")
-				continue
+	// A crop other than the default (-crop).
+	if anyRecord(recs, func(r *record) bool { return r.Config.Crop != 0 }) {
+		writeRow(&b, recs, "centred crop, piece side", func(r *record) string {
+			g, err := recordGrid(r)
+			if err != nil {
+				return "?"
 			}
-			if g, err := recordGrid(r); err == nil {
-				fmt.Fprintf(&b, " %d px, %d px |", g.CropH(), g.PieceH)
-			} else {
-				b.WriteString(" ? |")
-			}
-		}
-		b.WriteString("\n")
+			return fmt.Sprintf("%d px, %d px", g.CropH(), g.PieceH)
+		})
 	}
-	b.WriteString("| training steps x batch, minutes |")
-	for _, p := range tableSizes {
-		if r, ok := recs[p]; ok {
-			fmt.Fprintf(&b, " %d x %d, %.1f |", r.Steps, r.Batch, r.TrainSec/60)
-		} else {
-			b.WriteString(" - |")
-		}
-	}
-	b.WriteString("\n")
-	// An ensemble (-ensemble) gets a row of its own, only where a record
-	// decodes with one: the networks and their training minutes in all.
-	hasEnsemble := false
-	for _, r := range recs {
-		hasEnsemble = hasEnsemble || len(r.Ensemble) > 0
-	}
-	if hasEnsemble {
-		b.WriteString("| ensemble: networks, seeds, training minutes in all |")
-		for _, p := range tableSizes {
-			r, ok := recs[p]
-			if !ok {
-				b.WriteString(" - |")
-				continue
-			}
+	writeRow(&b, recs, "training steps x batch, minutes", func(r *record) string {
+		return fmt.Sprintf("%d x %d, %.1f", r.Steps, r.Batch, r.TrainSec/60)
+	})
+	// An ensemble (-ensemble): its networks and their training minutes in all.
+	if anyRecord(recs, func(r *record) bool { return len(r.Ensemble) > 0 }) {
+		writeRow(&b, recs, "ensemble: networks, seeds, training minutes in all", func(r *record) string {
 			seeds, sec := []string{strconv.FormatUint(r.Seed, 10)}, r.TrainSec
 			for _, m := range r.Ensemble {
 				seeds = append(seeds, strconv.FormatUint(m.Seed, 10))
 				sec += m.TrainSec
 			}
-			fmt.Fprintf(&b, " %d, %s, %.1f |", len(seeds), strings.Join(seeds, " "), sec/60)
+			return fmt.Sprintf("%d, %s, %.1f", len(seeds), strings.Join(seeds, " "), sec/60)
+		})
+	}
+	if !anyRecord(recs, func(r *record) bool { return r.Decoder != nil }) {
+		return b.String()
+	}
+	// The seam column appears only where a record uses it.
+	hasSeam := anyRecord(recs, func(r *record) bool { return r.Decoder != nil && r.Decoder.Seam != 0 })
+	seamCol := ""
+	if hasSeam {
+		seamCol = " seam weight,"
+	}
+	writeRow(&b, recs, fmt.Sprintf("decoder: pairwise weight,%s annealing proposals, minutes", seamCol), func(r *record) string {
+		if r.Decoder == nil {
+			return ""
 		}
-		b.WriteString("\n")
-	}
-	hasDecoder, hasSeam := false, false
-	for _, r := range recs {
-		hasDecoder = hasDecoder || r.Decoder != nil
-		hasSeam = hasSeam || r.Decoder != nil && r.Decoder.Seam != 0
-	}
-	if hasDecoder {
-		// The seam column appears only where a record uses it, so that
-		// tables made before it existed print as they did.
-		seamCol := ""
+		seam := ""
 		if hasSeam {
-			seamCol = " seam weight,"
+			seam = fmt.Sprintf(" %g,", r.Decoder.Seam)
 		}
-		fmt.Fprintf(&b, "| decoder: pairwise weight,%s annealing proposals, minutes |", seamCol)
-		for _, p := range tableSizes {
-			if r, ok := recs[p]; ok && r.Decoder != nil {
-				seam := ""
-				if hasSeam {
-					seam = fmt.Sprintf(" %g,", r.Decoder.Seam)
-				}
-				fmt.Fprintf(&b, " %g,%s %d, %.1f |", r.Decoder.Pairwise, seam, r.Decoder.Anneal, r.DecodeSec/60)
-			} else {
-				b.WriteString(" - |")
+		return fmt.Sprintf("%g,%s %d, %.1f", r.Decoder.Pairwise, seam, r.Decoder.Anneal, r.DecodeSec/60)
+	})
+	// Annealing temperatures other than the defaults (-anneal-start,
+	// -anneal-end).
+	if anyRecord(recs, func(r *record) bool {
+		return r.Decoder != nil && (r.Decoder.StartTemp != 0 || r.Decoder.EndTemp != 0)
+	}) {
+		writeRow(&b, recs, "decoder: annealing temperatures, start to end", func(r *record) string {
+			if r.Decoder == nil || r.Decoder.Anneal == 0 {
+				return ""
 			}
-		}
-		b.WriteString("\n")
-		// Annealing temperatures other than the defaults (-anneal-start,
-		// -anneal-end) get a row of their own, only where a record sets
-		// them.
-		hasTemps := false
-		for _, r := range recs {
-			hasTemps = hasTemps || r.Decoder != nil && (r.Decoder.StartTemp != 0 || r.Decoder.EndTemp != 0)
-		}
-		if hasTemps {
-			b.WriteString("| decoder: annealing temperatures, start to end |")
-			for _, p := range tableSizes {
-				if r, ok := recs[p]; ok && r.Decoder != nil && r.Decoder.Anneal > 0 {
-					start, end := r.Decoder.StartTemp, r.Decoder.EndTemp
-					if start == 0 {
-						start = 60
-					}
-					if end == 0 {
-						end = 0.03
-					}
-					fmt.Fprintf(&b, " %g to %g |", start, end)
-				} else {
-					b.WriteString(" - |")
-				}
+			start, end := r.Decoder.Temps()
+			return fmt.Sprintf("%g to %g", start, end)
+		})
+	}
+	// Fitted compatibilities (-pairs).
+	if anyRecord(recs, func(r *record) bool { return r.Pairs != "" }) {
+		writeRow(&b, recs, "decoder: fitted compatibilities", func(r *record) string {
+			if r.Pairs == "" {
+				return ""
 			}
-			b.WriteString("\n")
-		}
-		// Fitted compatibilities (-pairs) get a row of their own, only
-		// where a record uses them.
-		hasPairs := false
-		for _, r := range recs {
-			hasPairs = hasPairs || r.Pairs != ""
-		}
-		if hasPairs {
-			b.WriteString("| decoder: fitted compatibilities |")
-			for _, p := range tableSizes {
-				if r, ok := recs[p]; ok && r.Pairs != "" {
-					fmt.Fprintf(&b, " %s |", filepath.Base(r.Pairs))
-				} else {
-					b.WriteString(" - |")
-				}
-			}
-			b.WriteString("\n")
-		}
+			return filepath.Base(r.Pairs)
+		})
 	}
 	return b.String()
+}
+
+// anyRecord reports whether some record of recs has what has looks for.
+func anyRecord(recs map[int]*record, has func(*record) bool) bool {
+	for _, r := range recs {
+		if has(r) {
+			return true
+		}
+	}
+	return false
+}
+
+// writeRow writes the table row label: for each size of the table, the
+// cell cell returns for its record, or "-" where there is no record or cell
+// returns "".
+func writeRow(b *strings.Builder, recs map[int]*record, label string, cell func(r *record) string) {
+	fmt.Fprintf(b, "| %s |", label)
+	for _, p := range tableSizes {
+		c := ""
+		if r, ok := recs[p]; ok {
+			c = cell(r)
+		}
+		if c == "" {
+			c = "-"
+		}
+		fmt.Fprintf(b, " %s |", c)
+	}
+	b.WriteString("\n")
 }
 
 // formatMetrics renders one run's metrics.

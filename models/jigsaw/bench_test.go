@@ -40,3 +40,21 @@ func BenchmarkStepAssemblyP7(b *testing.B) {
 	cfg.Kernel, cfg.Heads = 3, 10
 	benchStep(b, cfg)
 }
+
+// best3 is the 3 × 3 network of the 24 px cut in models/jigsaw/README.md
+// (context, three rounds of edge matching, two-pixel strips).
+func best3() Config {
+	cfg := DefaultConfig(3)
+	cfg.Crop, cfg.Filters, cfg.Hidden, cfg.Context, cfg.Refine, cfg.EdgeDepth = 24, 64, 256, true, 3, 2
+	return cfg
+}
+
+func BenchmarkStepP3Crop24(b *testing.B) { benchStep(b, best3()) }
+
+// BenchmarkStepP3Crop24LossPower is BenchmarkStepP3Crop24 with the loss on
+// pixels raised to 0.5 (Config.LossPower): the cost of the lifting.
+func BenchmarkStepP3Crop24LossPower(b *testing.B) {
+	cfg := best3()
+	cfg.LossPower = 0.5
+	benchStep(b, cfg)
+}

@@ -78,7 +78,9 @@ const maxPuzzles = 1 << 40
 // blockMoves is the share of annealing proposals that shift a block.
 const blockMoves = 0.2
 
-func (d Decoder) temps() (start, end float64) {
+// Temps returns the annealing temperatures d uses: StartTemp and EndTemp,
+// with the defaults for zeros.
+func (d Decoder) Temps() (start, end float64) {
 	start, end = d.StartTemp, d.EndTemp
 	if start == 0 {
 		start = 60
@@ -109,7 +111,7 @@ func (n *Net) checkDecoder(d Decoder) error {
 }
 
 func (d Decoder) validate(refine int) error {
-	start, end := d.temps()
+	start, end := d.Temps()
 	switch {
 	case !(d.Pairwise >= 0) || math.IsInf(d.Pairwise, 0):
 		return fmt.Errorf("pairwise weight %v must be finite and >= 0", d.Pairwise)
@@ -304,7 +306,7 @@ func (s *arranger) decode(pred perm.Perm, u []float64, d Decoder, puzzle uint64)
 	s.place(pred)
 	s.climb()
 	if d.Anneal > 0 {
-		start, end := d.temps()
+		start, end := d.Temps()
 		copy(s.start, s.at)
 		won := math.Inf(-1)
 		for r := range max(d.Restarts, 1) {

@@ -55,7 +55,7 @@ func TestReadmeNumbers(t *testing.T) {
 			}
 		}
 		if d := res.Decoder; d != nil {
-			values["start temperature"], values["end temperature"] = d.temps()
+			values["start temperature"], values["end temperature"] = d.Temps()
 			values["proposals"] = float64(d.Anneal)
 		}
 		return values, nil
