@@ -66,6 +66,12 @@ type Decoder struct {
 	// ones (Net.FitPairs); it needs Pairwise > 0, and then no edge
 	// matching. It is not part of the JSON form.
 	Pair *PairWeights `json:"-"`
+	// Critic, if not nil, reranks the arrangement the search ends with
+	// and every arrangement one swap or 3-cycle from it by E + CriticWeight·D,
+	// D the critic's log-odds that the assembled image is right (see
+	// Critic). It is not part of the JSON form.
+	Critic       *Critic `json:"-"`
+	CriticWeight float64 `json:",omitempty"`
 	// Seed seeds the annealing; run r of puzzle b uses a PCG source of
 	// (Seed, b + r·2⁴⁰), so the result does not depend on GOMAXPROCS.
 	Seed uint64
@@ -129,6 +135,10 @@ func (d Decoder) validate(refine int) error {
 		return errors.New("restarts need annealing (Anneal > 0)")
 	case d.Anneal > 0 && d.Pairwise == 0 && d.Seam == 0:
 		return errors.New("annealing needs a pairwise or seam weight > 0")
+	case d.Critic != nil && (!(d.CriticWeight > 0) || math.IsInf(d.CriticWeight, 0)):
+		return fmt.Errorf("critic weight %v must be finite and > 0", d.CriticWeight)
+	case d.Critic == nil && d.CriticWeight != 0:
+		return errors.New("a critic weight needs a critic")
 	case !(start > 0) || !(end > 0) || math.IsInf(start, 0) || end > start:
 		return fmt.Errorf("temperatures %v to %v must be finite, > 0 and falling", d.StartTemp, d.EndTemp)
 	}
@@ -506,8 +516,9 @@ type SearchGap struct {
 }
 
 // SearchGap compares, for every puzzle of z, the quadratic score E of d (see
-// Decoder) at the arrangement preds[b] (piece → position, as SolveWith
-// returns) with E at the true one, z.Perms[b]. A decoded arrangement that
+// Decoder; with a critic, E + CriticWeight·D) at the arrangement preds[b]
+// (piece → position, as SolveWith returns) with that at the true one,
+// z.Perms[b]. A decoded arrangement that
 // scores below the truth is a failure of the search; one that scores at
 // least as high, yet is wrong, is a failure of the score, which more search
 // cannot mend. Scores within 1e-9 of each other (relative) count as equal.
@@ -519,8 +530,8 @@ func (e *Ensemble) searchGap(z *Puzzles, preds []perm.Perm, d Decoder) (SearchGa
 	if err := e.check(d); err != nil {
 		return SearchGap{}, err
 	}
-	if d.Pairwise == 0 && d.Seam == 0 {
-		return SearchGap{}, errors.New("the decoder has no quadratic score (Pairwise and Seam are 0)")
+	if d.Pairwise == 0 && d.Seam == 0 && d.Critic == nil {
+		return SearchGap{}, errors.New("the decoder has no quadratic score (Pairwise and Seam are 0) and no critic")
 	}
 	if len(preds) != z.Len() {
 		return SearchGap{}, fmt.Errorf("%d predictions for %d puzzles", len(preds), z.Len())
@@ -550,6 +561,20 @@ func (e *Ensemble) searchGap(z *Puzzles, preds []perm.Perm, d Decoder) (SearchGa
 		s.place(z.Perms[b])
 		truth[b] = s.energy()
 	})
+	if d.Critic != nil {
+		for _, at := range []struct {
+			preds []perm.Perm
+			score []float64
+		}{{preds, decoded}, {z.Perms, truth}} {
+			w, err := criticTerms(z, at.preds, d)
+			if err != nil {
+				return SearchGap{}, err
+			}
+			for b := range w {
+				at.score[b] += w[b]
+			}
+		}
+	}
 	g := SearchGap{Puzzles: len(preds)}
 	for b, p := range preds {
 		g.MeanScore += decoded[b] / float64(len(preds))

@@ -70,7 +70,11 @@
 // counts misplaced pixels rather than pieces), and Decoder.Pair decodes
 // with them. An Ensemble of networks trained for the same grid, say from
 // different seeds, decodes by the mean of their scores, which averages out
-// the errors the networks do not share.
+// the errors the networks do not share. A Critic, a convolutional network
+// trained to tell a rightly assembled image from one with two or three
+// pieces moved, sees what none of those terms sees: the whole image. With
+// Decoder.Critic the decoder, after its search, keeps the best by
+// E + w·D of the arrangement found and every one a swap or 3-cycle away.
 //
 // # Training
 //

@@ -55,6 +55,9 @@ func (e *Ensemble) Grid() Grid { return e.nets[0].grid }
 // check validates d for every network. Fitted pair weights belong to one
 // network, so an ensemble of more than one refuses them.
 func (e *Ensemble) check(d Decoder) error {
+	if d.Critic != nil && d.Critic.grid != e.Grid() {
+		return fmt.Errorf("the critic's grid %+v is not the networks' %+v", d.Critic.grid, e.Grid())
+	}
 	if d.Pair != nil && len(e.nets) > 1 {
 		return errors.New("fitted pair weights belong to one network; an ensemble of several decodes with the networks' own compatibilities")
 	}
@@ -159,15 +162,19 @@ func (e *Ensemble) solve(z *Puzzles, d Decoder) ([]perm.Perm, error) {
 	if err != nil {
 		return nil, err
 	}
-	if d.Pairwise == 0 && d.Seam == 0 {
-		return preds, nil
+	if d.Pairwise != 0 || d.Seam != 0 {
+		n := e.nets[0]
+		n.eachPuzzle(len(preds), func(s *arranger, b int) {
+			scr := n.scrambledOf(z, b)
+			e.pairTables(s, scr, d)
+			s.decode(preds[b], s.unaryScores(logits[b].RawMatrix().Data, d.Pair, n.grid, scr), d, uint64(b))
+		})
 	}
-	n := e.nets[0]
-	n.eachPuzzle(len(preds), func(s *arranger, b int) {
-		scr := n.scrambledOf(z, b)
-		e.pairTables(s, scr, d)
-		s.decode(preds[b], s.unaryScores(logits[b].RawMatrix().Data, d.Pair, n.grid, scr), d, uint64(b))
-	})
+	if d.Critic != nil {
+		if err := e.rerank(z, logits, preds, d); err != nil {
+			return nil, err
+		}
+	}
 	return preds, nil
 }
 
