@@ -58,8 +58,17 @@
 //
 //	go run ./examples/jigsaw -mnist DIR -p 3 -load S1.gob -ensemble S2.gob,S3.gob -val -eval 2000 -pairwise 3 -anneal 400000
 //
-// (see jigsaw.Decoder, jigsaw.Ensemble, jigsaw.Net.FitPairs and
-// models/jigsaw/README.md).
+// -train-critic FILE trains a jigsaw.Critic on the training images, a
+// network that looks at the whole assembled image, saves it (resumable from
+// FILE.ckpt, its record in FILE.json), and reranks the decoded arrangements
+// with it: each against every arrangement a swap or 3-cycle away, by the
+// decoder's score plus -critic-weight times the critic's log-odds; -critic
+// FILE reranks with a saved one:
+//
+//	go run ./examples/jigsaw -mnist DIR -p 3 -load S1.gob -ensemble S2.gob -val -eval 2000 -pairwise 3 -anneal 400000 -train-critic /tmp/critic.gob
+//
+// (see jigsaw.Decoder, jigsaw.Ensemble, jigsaw.Net.FitPairs, jigsaw.Critic
+// and models/jigsaw/README.md).
 package main
 
 import (
@@ -103,6 +112,8 @@ type options struct {
 	pairs, fitPairs             string
 	fit                         jigsaw.FitConfig
 	fitN                        int
+	critic, trainCritic         string // a saved critic; a critic to train and save
+	criticCfg                   jigsaw.CriticConfig
 }
 
 func main() {
@@ -160,7 +171,14 @@ func main() {
 	flag.IntVar(&o.fit.Depth, "fit-depth", 0, "strip depth in pixels of the matrices -fit-pairs fits (0: the network's; up to the piece size, where the score sees whole pieces)")
 	flag.BoolVar(&o.fit.FitUnary, "fit-unary", false, "let -fit-pairs fit the weight of the network's logits too (kept in the -fit-pairs file)")
 	flag.BoolVar(&o.fit.FitBorder, "fit-border", false, "let -fit-pairs fit border vectors too, which score the strips of the pieces on the puzzle's four sides (kept in the -fit-pairs file)")
+	flag.StringVar(&o.critic, "critic", "", "rerank the decoded arrangements with the critic saved in this file (by -train-critic): the arrangement and every one a swap or 3-cycle away, by the decoder's score plus -critic-weight times the critic's log-odds (see jigsaw.Critic)")
+	flag.StringVar(&o.trainCritic, "train-critic", "", "train a critic on the training images, save it to this file (resumable from FILE.ckpt) and rerank with it as -critic does; its hard wrong arrangements are the moves the -load network's decoder score (and -ensemble's) likes best")
+	flag.Float64Var(&o.dec.CriticWeight, "critic-weight", 0, "weight w of the critic's log-odds in the reranking score (0 with -critic or -train-critic: 10)")
+	flag.IntVar(&o.criticCfg.Epochs, "critic-epochs", 20, "passes of -train-critic over the training images")
+	flag.Float64Var(&o.criticCfg.HardShare, "critic-hard", 0.7, "share of -train-critic's wrong arrangements drawn from the moves the decoder's score likes best (the rest are random moves)")
+	flag.IntVar(&o.criticCfg.HardTop, "critic-top", 8, "moves per training image -critic-hard draws from: those the decoder's score ranks highest")
 	flag.Parse()
+	o.criticCfg.Seed = o.seed
 	o.fit.Seed = o.seed
 	o.dec.Seed = o.seed
 	if o.decodeSeed != 0 {
@@ -281,6 +299,24 @@ type record struct {
 	// (-pairs or -fit-pairs), and Fit how -fit-pairs fitted them.
 	Pairs string     `json:"pairs,omitempty"`
 	Fit   *fitRecord `json:"fit,omitempty"`
+	// Critic describes the critic that reranked the decoded arrangements
+	// (-critic, -train-critic).
+	Critic *criticRecord `json:"critic,omitempty"`
+}
+
+// criticRecord describes the critic of a run: its file and how it was
+// trained (-train-critic writes this record beside the critic, as FILE.json,
+// and -critic reads it back).
+type criticRecord struct {
+	File        string               `json:"file"`
+	Params      int                  `json:"params"`
+	Config      *jigsaw.CriticConfig `json:"config,omitempty"`
+	Steps       int                  `json:"steps,omitempty"`
+	FinalLoss   float64              `json:"final_loss,omitempty"`
+	ResumedFrom int                  `json:"resumed_from,omitempty"`
+	HardSec     float64              `json:"hard_seconds,omitempty"`
+	TrainSec    float64              `json:"train_seconds,omitempty"`
+	Command     string               `json:"command,omitempty"`
 }
 
 // member is one network of -ensemble besides the -load one.
@@ -340,6 +376,16 @@ func experiment(ctx context.Context, o options, p int, train, test *dataset.Imag
 	if dec.Pair, err = pairWeights(o, net, test, rec); err != nil {
 		return nil, err
 	}
+	if dec.Critic, err = criticOf(ctx, o, ens, train, rec); err != nil {
+		return nil, err
+	}
+	if dec.Critic != nil {
+		rec.Decoder = &o.dec
+		if o.dec.CriticWeight == 0 {
+			o.dec.CriticWeight = defaultCriticWeight
+		}
+		dec.CriticWeight = o.dec.CriticWeight
+	}
 	start := time.Now()
 	preds, err := ens.SolveWith(z, dec)
 	if err != nil {
@@ -351,7 +397,7 @@ func experiment(ctx context.Context, o options, p int, train, test *dataset.Imag
 	if rec.Metrics, err = jigsaw.ScoreAll(z, preds); err != nil {
 		return nil, err
 	}
-	if o.dec.Pairwise != 0 || o.dec.Seam != 0 {
+	if o.dec.Pairwise != 0 || o.dec.Seam != 0 || dec.Critic != nil {
 		g, err := ens.SearchGap(z, preds, dec)
 		if err != nil {
 			return nil, err
@@ -437,6 +483,83 @@ func pairWeights(o options, net *jigsaw.Net, val *dataset.Images, rec *record) (
 	}
 	rec.Pairs, rec.Fit = o.fitPairs, fr
 	return w, nil
+}
+
+// defaultCriticWeight is the weight of the critic's log-odds when
+// -critic-weight is not given; chosen on validation puzzles
+// (models/jigsaw/README.md).
+const defaultCriticWeight = 10
+
+// criticOf returns the critic of -critic (read) or -train-critic (trained
+// on train, with hard moves ranked by ens under the decoder's weights, and
+// saved), or nil; it notes the critic in rec.
+func criticOf(ctx context.Context, o options, ens *jigsaw.Ensemble, train *dataset.Images, rec *record) (*jigsaw.Critic, error) {
+	switch {
+	case o.critic == "" && o.trainCritic == "":
+		if o.dec.CriticWeight != 0 {
+			return nil, errors.New("-critic-weight needs -critic or -train-critic")
+		}
+		return nil, nil
+	case o.critic != "" && o.trainCritic != "":
+		return nil, errors.New("-critic and -train-critic exclude each other")
+	case o.table2:
+		return nil, errors.New("-critic and -train-critic decode one size: use them without -table2")
+	case o.critic != "":
+		c, err := jigsaw.LoadCriticFile(o.critic)
+		if err != nil {
+			return nil, fmt.Errorf("-critic: %w", err)
+		}
+		if c.Grid() != ens.Grid() {
+			return nil, fmt.Errorf("-critic %s: a critic for %+v, the network is for %+v", o.critic, c.Grid(), ens.Grid())
+		}
+		rec.Critic = &criticRecord{File: o.critic, Params: c.NumParams()}
+		// the record of the run that trained it, when it is there
+		b, err := os.ReadFile(o.critic + ".json")
+		if errors.Is(err, fs.ErrNotExist) {
+			return c, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		if err := json.Unmarshal(b, rec.Critic); err != nil {
+			return nil, fmt.Errorf("%s.json: %w", o.critic, err)
+		}
+		rec.Critic.File = o.critic
+		return c, nil
+	}
+	c, err := jigsaw.NewCritic(ens.Grid(), o.seed)
+	if err != nil {
+		return nil, fmt.Errorf("-train-critic: %w", err)
+	}
+	cfg := o.criticCfg
+	if cfg.HardShare > 0 {
+		cfg.Hard, cfg.HardDecoder = ens, o.dec
+		cfg.HardDecoder.Critic, cfg.HardDecoder.CriticWeight = nil, 0
+	}
+	cfg.Checkpoint = o.trainCritic + ".ckpt"
+	if !o.quiet {
+		cfg.Progress = os.Stderr
+	}
+	fmt.Fprintf(os.Stderr, "critic: %d parameters, %d training images, %d epochs\n", c.NumParams(), train.N, cfg.Epochs)
+	res, err := c.Train(ctx, jigsaw.Data{Pixels: train.Pixels}, cfg)
+	if err != nil {
+		if ctx.Err() != nil {
+			fmt.Fprintf(os.Stderr, "critic: stopped; the same command goes on from %s\n", cfg.Checkpoint)
+		}
+		return nil, err
+	}
+	if err := c.SaveFile(o.trainCritic); err != nil {
+		return nil, err
+	}
+	kept := cfg
+	kept.Hard, kept.Progress = nil, nil
+	rec.Critic = &criticRecord{File: o.trainCritic, Params: c.NumParams(), Config: &kept, Steps: len(res.Losses),
+		FinalLoss: tailMean(res.Losses, 100), ResumedFrom: res.ResumedFrom, HardSec: res.HardSeconds, TrainSec: res.Seconds,
+		Command: strings.Join(os.Args, " ")}
+	if err := writeJSON(o.trainCritic+".json", rec.Critic); err != nil {
+		return nil, err
+	}
+	return c, nil
 }
 
 // trainNet trains a network for p pieces per side on train, resumably: the

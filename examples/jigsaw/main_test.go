@@ -432,3 +432,67 @@ func TestEnsembleFlag(t *testing.T) {
 	o.p = 3
 	assert.ErrorContains(t, run(context.Background(), o), "network for 2 x 2 pieces")
 }
+
+// TestCriticFlags checks -train-critic and -critic: a trained critic is
+// saved with its record, read back by -critic to the same metrics, and shown
+// in Table 2; bad combinations are errors.
+func TestCriticFlags(t *testing.T) {
+	in := t.TempDir()
+	writePictures(t, in, 12, 16)
+	o := options{
+		images: in, size: 16, p: 2, steps: 3, batch: 4, lr: 1e-3, quiet: true, figTaus: "1", seed: 1,
+		cfg: jigsaw.Config{Filters: 2, Kernel: 3, Pool: 2, Tau: 1, Iters: 5, Samples: 1, Noise: 1, Refine: 1},
+	}
+	o.out = t.TempDir()
+	require.NoError(t, run(context.Background(), o))
+	name := "jigsaw_images-" + filepath.Base(in) + "_p2"
+	read := func(dir string) record {
+		t.Helper()
+		b, err := os.ReadFile(filepath.Join(dir, name+".json"))
+		require.NoError(t, err)
+		var r record
+		require.NoError(t, json.Unmarshal(b, &r))
+		return r
+	}
+	o.load = filepath.Join(o.out, name+".gob")
+	o.dec = jigsaw.Decoder{Pairwise: 1, Anneal: 50, Seed: 1}
+	o.criticCfg = jigsaw.CriticConfig{Epochs: 2, HardShare: 0.5, HardTop: 2, Seed: 1}
+	file := filepath.Join(t.TempDir(), "critic.gob")
+	o.trainCritic, o.out = file, t.TempDir()
+	require.NoError(t, run(context.Background(), o))
+	trained := read(o.out)
+	require.NotNil(t, trained.Critic)
+	assert.Equal(t, file, trained.Critic.File)
+	assert.Equal(t, 2, trained.Critic.Config.Epochs)
+	assert.Positive(t, trained.Critic.Steps)
+	assert.Positive(t, trained.Critic.TrainSec)
+	require.NotNil(t, trained.Decoder)
+	assert.Equal(t, float64(defaultCriticWeight), trained.Decoder.CriticWeight)
+	require.NotNil(t, trained.Search)
+	_, err := os.Stat(file + ".json")
+	require.NoError(t, err)
+
+	// -critic reads it back, with its training record.
+	o.trainCritic, o.critic, o.out = "", file, t.TempDir()
+	require.NoError(t, run(context.Background(), o))
+	loaded := read(o.out)
+	assert.Equal(t, trained.Metrics, loaded.Metrics)
+	assert.Equal(t, trained.Critic.Steps, loaded.Critic.Steps)
+	assert.Contains(t, formatTable(map[int]*record{2: &loaded}),
+		fmt.Sprintf("| decoder: critic weight, critic training minutes | %g, %.1f | - |", float64(defaultCriticWeight), loaded.Critic.TrainSec/60))
+
+	o.dec.CriticWeight = 3
+	o.out = t.TempDir()
+	require.NoError(t, run(context.Background(), o))
+	assert.Equal(t, 3.0, read(o.out).Decoder.CriticWeight)
+
+	o.trainCritic = file
+	assert.ErrorContains(t, run(context.Background(), o), "exclude each other")
+	o.trainCritic, o.critic = "", ""
+	assert.ErrorContains(t, run(context.Background(), o), "-critic-weight needs")
+	o.critic = filepath.Join(t.TempDir(), "none.gob")
+	assert.ErrorContains(t, run(context.Background(), o), "-critic")
+	o.critic, o.dec.CriticWeight = "", 0
+	o.table2, o.mnist, o.trainCritic = true, t.TempDir(), file
+	assert.Error(t, run(context.Background(), o))
+}

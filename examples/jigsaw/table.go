@@ -261,6 +261,15 @@ func formatTable(recs map[int]*record) string {
 			return filepath.Base(r.Pairs)
 		})
 	}
+	// A critic (-critic, -train-critic): its weight and training minutes.
+	if anyRecord(recs, func(r *record) bool { return r.Critic != nil }) {
+		writeRow(&b, recs, "decoder: critic weight, critic training minutes", func(r *record) string {
+			if r.Critic == nil || r.Decoder == nil {
+				return ""
+			}
+			return fmt.Sprintf("%g, %.1f", r.Decoder.CriticWeight, r.Critic.TrainSec/60)
+		})
+	}
 	return b.String()
 }
 

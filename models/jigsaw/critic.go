@@ -199,14 +199,14 @@ type CriticConfig struct {
 	// wrong arrangements, and HardShare of the wrong arrangements (default
 	// 0.7 with Hard, else 0) are drawn from them. The rest are uniformly
 	// random moves that change the image.
-	Hard        *Ensemble
+	Hard        *Ensemble `json:"-"`
 	HardDecoder Decoder
 	HardTop     int
 	HardShare   float64
 	// Checkpoint and Progress are as in train.Options: Train resumes from
 	// Checkpoint when it exists, and Progress receives a progress bar.
 	Checkpoint string
-	Progress   io.Writer
+	Progress   io.Writer `json:"-"`
 }
 
 func (cfg *CriticConfig) defaults() error {
