@@ -502,8 +502,8 @@ func criticOf(ctx context.Context, o options, ens *jigsaw.Ensemble, train *datas
 		return nil, nil
 	case o.critic != "" && o.trainCritic != "":
 		return nil, errors.New("-critic and -train-critic exclude each other")
-	case o.table2:
-		return nil, errors.New("-critic and -train-critic decode one size: use them without -table2")
+	case o.table2 && strings.Contains(o.sizes, ","):
+		return nil, errors.New("-critic and -train-critic are for one puzzle size: with -table2, give one size in -sizes")
 	case o.critic != "":
 		c, err := jigsaw.LoadCriticFile(o.critic)
 		if err != nil {
@@ -551,7 +551,7 @@ func criticOf(ctx context.Context, o options, ens *jigsaw.Ensemble, train *datas
 	if err := c.SaveFile(o.trainCritic); err != nil {
 		return nil, err
 	}
-	kept := cfg
+	kept := res.Config
 	kept.Hard, kept.Progress = nil, nil
 	rec.Critic = &criticRecord{File: o.trainCritic, Params: c.NumParams(), Config: &kept, Steps: len(res.Losses),
 		FinalLoss: tailMean(res.Losses, 100), ResumedFrom: res.ResumedFrom, HardSec: res.HardSeconds, TrainSec: res.Seconds,

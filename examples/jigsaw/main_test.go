@@ -464,6 +464,7 @@ func TestCriticFlags(t *testing.T) {
 	require.NotNil(t, trained.Critic)
 	assert.Equal(t, file, trained.Critic.File)
 	assert.Equal(t, 2, trained.Critic.Config.Epochs)
+	assert.Equal(t, 32, trained.Critic.Config.Batch, "the defaults are recorded")
 	assert.Positive(t, trained.Critic.Steps)
 	assert.Positive(t, trained.Critic.TrainSec)
 	require.NotNil(t, trained.Decoder)
@@ -493,6 +494,6 @@ func TestCriticFlags(t *testing.T) {
 	o.critic = filepath.Join(t.TempDir(), "none.gob")
 	assert.ErrorContains(t, run(context.Background(), o), "-critic")
 	o.critic, o.dec.CriticWeight = "", 0
-	o.table2, o.mnist, o.trainCritic = true, t.TempDir(), file
+	o.table2, o.mnist, o.trainCritic, o.sizes = true, t.TempDir(), file, "2,3"
 	assert.Error(t, run(context.Background(), o))
 }

@@ -242,7 +242,8 @@ func (cfg *CriticConfig) defaults() error {
 
 // CriticResult reports a Critic.Train run.
 type CriticResult struct {
-	Losses      []float64 // loss of every step, resumed runs included
+	Config      CriticConfig // the settings used, defaults filled in
+	Losses      []float64    // loss of every step, resumed runs included
 	ResumedFrom int       // the step a resumed run went on from (0: afresh)
 	HardSeconds float64   // seconds spent ranking the moves (Hard)
 	Seconds     float64   // seconds of this call, ranking included
@@ -275,7 +276,7 @@ func (c *Critic) train(ctx context.Context, data Data, cfg CriticConfig) (*Criti
 		return nil, err
 	}
 	task := &criticTask{c: c, z: z, moves: oneMoves(g.N()), share: cfg.HardShare}
-	res := &CriticResult{}
+	res := &CriticResult{Config: cfg}
 	if cfg.Hard != nil {
 		t := time.Now()
 		if task.hard, err = cfg.Hard.hardMoves(z, task.moves, cfg.HardDecoder, cfg.HardTop); err != nil {
