@@ -244,9 +244,9 @@ func (cfg *CriticConfig) defaults() error {
 type CriticResult struct {
 	Config      CriticConfig // the settings used, defaults filled in
 	Losses      []float64    // loss of every step, resumed runs included
-	ResumedFrom int       // the step a resumed run went on from (0: afresh)
-	HardSeconds float64   // seconds spent ranking the moves (Hard)
-	Seconds     float64   // seconds of this call, ranking included
+	ResumedFrom int          // the step a resumed run went on from (0: afresh)
+	HardSeconds float64      // seconds spent ranking the moves (Hard)
+	Seconds     float64      // seconds of this call, ranking included
 }
 
 // Train fits the critic to the images of data (each Channels × Height ×
