@@ -16,7 +16,8 @@ import (
 // digits printed. The columns "solved", "search misses" and "score misses"
 // are shares of the puzzles of the file's search gap (Net.SearchGap),
 // "mean score" its mean decoded score, and "start temperature", "end
-// temperature" and "proposals" the annealing of the file's decoder.
+// temperature" and "proposals" the annealing of the file's decoder, and
+// "critic weight" its weight of the critic.
 func TestReadmeNumbers(t *testing.T) {
 	metric := map[string]string{
 		"Kendall tau":                     "kendall_tau",
@@ -54,9 +55,11 @@ func TestReadmeNumbers(t *testing.T) {
 				values["mean score"] = g.MeanScore
 			}
 		}
+		values["critic weight"] = math.NaN()
 		if d := res.Decoder; d != nil {
 			values["start temperature"], values["end temperature"] = d.Temps()
 			values["proposals"] = float64(d.Anneal)
+			values["critic weight"] = d.CriticWeight // 0: no critic
 		}
 		return values, nil
 	})
