@@ -67,6 +67,9 @@ func newCritic(g Grid, seed uint64) (*Critic, error) {
 	if g.P < 2 || g.Channels < 1 {
 		return nil, fmt.Errorf("grid of %d × %d pieces, %d channels: want at least 2 × 2 pieces and 1 channel", g.P, g.P, g.Channels)
 	}
+	if !madeGrid(g) {
+		return nil, fmt.Errorf("grid %+v is not one NewGrid or NewGridCrop makes", g)
+	}
 	if h < criticMinSide || w < criticMinSide {
 		return nil, fmt.Errorf("crop of %d × %d px: the critic needs at least %d × %d", h, w, criticMinSide, criticMinSide)
 	}
@@ -91,6 +94,17 @@ func newCritic(g Grid, seed uint64) (*Critic, error) {
 	pool := nn.MaxPool2D{Size: 2, Stride: 2}
 	net := nn.Sequential{conv1, nn.ReLU{}, pool, conv2, nn.ReLU{}, pool, nn.Flatten{}, hidden, nn.ReLU{}, out}
 	return &Critic{grid: g, net: net, params: net.Params()}, nil
+}
+
+// madeGrid reports whether g is a grid NewGrid or NewGridCrop returns, so
+// that its pieces tile a crop inside the image (a grid read from a file
+// may be anything).
+func madeGrid(g Grid) bool {
+	if want, err := NewGrid(g.Channels, g.Height, g.Width, g.P); err == nil && want == g {
+		return true
+	}
+	want, err := NewGridCrop(g.Channels, g.Height, g.Width, g.P, g.CropH())
+	return err == nil && want == g
 }
 
 // Grid returns the geometry of the puzzles the critic was made for.
@@ -246,7 +260,7 @@ type CriticResult struct {
 	Losses      []float64    // loss of every step, resumed runs included
 	ResumedFrom int          // the step a resumed run went on from (0: afresh)
 	HardSeconds float64      // seconds spent ranking the moves (Hard)
-	Seconds     float64      // seconds of this call, ranking included
+	Seconds     float64      // seconds of this call (not of earlier, resumed runs), ranking included
 }
 
 // Train fits the critic to the images of data (each Channels × Height ×
@@ -268,6 +282,11 @@ func (c *Critic) train(ctx context.Context, data Data, cfg CriticConfig) (*Criti
 		return nil, err
 	}
 	g := c.grid
+	for i, v := range data.Pixels {
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			return nil, fmt.Errorf("pixel %d of the training images is %v", i, v)
+		}
+	}
 	if cfg.Hard != nil && cfg.Hard.Grid() != g {
 		return nil, fmt.Errorf("the ensemble's grid %+v is not the critic's %+v", cfg.Hard.Grid(), g)
 	}
@@ -398,7 +417,7 @@ func equalPieces(a, b []float64) bool {
 // moves from the true arrangement that the decoder score of d ranks highest,
 // leaving out those that change nothing.
 func (e *Ensemble) hardMoves(z *Puzzles, moves []move, d Decoder, top int) ([][]int32, error) {
-	d.Critic = nil
+	d.Critic, d.CriticWeight = nil, 0 // the moves are ranked by E alone
 	if err := e.check(d); err != nil {
 		return nil, err
 	}

@@ -351,6 +351,7 @@ func TestCriticSaveLoad(t *testing.T) {
 		"shape":    func(f *criticFile) { f.Values[1] = f.Values[1][:3] },
 		"count":    func(f *criticFile) { f.Names, f.Values = f.Names[1:], f.Values[1:] },
 		"grid":     func(f *criticFile) { f.Grid.PieceH, f.Grid.PieceW = 2, 2 },
+		"inside":   func(f *criticFile) { f.Grid.Top = 5 },
 		"not fin.": func(f *criticFile) { f.Values[0][0] = math.NaN() },
 	} {
 		g := f
@@ -394,6 +395,15 @@ func TestCriticErrors(t *testing.T) {
 	}
 	_, err = c.Train(context.Background(), Data{Pixels: make([]float64, 7)}, CriticConfig{})
 	assert.Error(t, err, "images of the wrong size")
+	bad := append([]float64(nil), data.Pixels...)
+	bad[5] = math.NaN()
+	_, err = c.Train(context.Background(), Data{Pixels: bad}, CriticConfig{})
+	assert.ErrorContains(t, err, "pixel 5")
+	// the hard moves are ranked by E alone, whatever critic weight the decoder names
+	e1, err := NewEnsemble(net)
+	require.NoError(t, err)
+	_, err = c.Train(context.Background(), data, CriticConfig{Epochs: 1, Hard: e1, HardDecoder: Decoder{Pairwise: 1, CriticWeight: 5}})
+	assert.NoError(t, err)
 
 	other, err := NewGrid(1, 20, 20, 4)
 	require.NoError(t, err)
