@@ -387,14 +387,7 @@ func TestEnsembleFlag(t *testing.T) {
 		require.NoError(t, run(context.Background(), o))
 		gobs[k] = filepath.Join(o.out, name+".gob")
 	}
-	read := func(dir string) record {
-		t.Helper()
-		b, err := os.ReadFile(filepath.Join(dir, name+".json"))
-		require.NoError(t, err)
-		var r record
-		require.NoError(t, json.Unmarshal(b, &r))
-		return r
-	}
+	read := func(dir string) record { return readRecord(t, dir, name) }
 	o.seed, o.dec = 1, jigsaw.Decoder{Pairwise: 1, Anneal: 50, Seed: 1}
 	o.load, o.out = gobs[0], t.TempDir()
 	require.NoError(t, run(context.Background(), o))
@@ -446,14 +439,7 @@ func TestCriticFlags(t *testing.T) {
 	o.out = t.TempDir()
 	require.NoError(t, run(context.Background(), o))
 	name := "jigsaw_images-" + filepath.Base(in) + "_p2"
-	read := func(dir string) record {
-		t.Helper()
-		b, err := os.ReadFile(filepath.Join(dir, name+".json"))
-		require.NoError(t, err)
-		var r record
-		require.NoError(t, json.Unmarshal(b, &r))
-		return r
-	}
+	read := func(dir string) record { return readRecord(t, dir, name) }
 	o.load = filepath.Join(o.out, name+".gob")
 	o.dec = jigsaw.Decoder{Pairwise: 1, Anneal: 50, Seed: 1}
 	o.criticCfg = jigsaw.CriticConfig{Epochs: 2, HardShare: 0.5, HardTop: 2, Seed: 1}
@@ -496,4 +482,14 @@ func TestCriticFlags(t *testing.T) {
 	o.critic, o.dec.CriticWeight = "", 0
 	o.table2, o.mnist, o.trainCritic, o.sizes = true, t.TempDir(), file, "2,3"
 	assert.Error(t, run(context.Background(), o))
+}
+
+// readRecord reads the JSON record name.json a run wrote to dir.
+func readRecord(t *testing.T, dir, name string) record {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(dir, name+".json"))
+	require.NoError(t, err)
+	var r record
+	require.NoError(t, json.Unmarshal(b, &r))
+	return r
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/permlab/permlab/ad"
 	"github.com/permlab/permlab/ad/optim"
+	"github.com/permlab/permlab/internal/atomicfile"
 	"github.com/permlab/permlab/models/nn"
 	"github.com/permlab/permlab/models/nn/train"
 	"github.com/permlab/permlab/perm"
@@ -530,10 +531,7 @@ const criticVersion = 1
 // Save writes the critic (its grid and weights) to w.
 func (c *Critic) Save(w io.Writer) error {
 	f := criticFile{Version: criticVersion, Grid: c.grid}
-	for _, p := range c.params {
-		f.Names = append(f.Names, p.Name)
-		f.Values = append(f.Values, p.Value.Data)
-	}
+	f.Names, f.Values = paramValues(c.params)
 	if err := gob.NewEncoder(w).Encode(f); err != nil {
 		return fmt.Errorf("jigsaw: Critic.Save: %w", err)
 	}
@@ -554,40 +552,16 @@ func LoadCritic(r io.Reader) (*Critic, error) {
 	if err != nil {
 		return nil, fmt.Errorf("jigsaw: LoadCritic: %w", err)
 	}
-	if len(f.Names) != len(c.params) || len(f.Values) != len(c.params) {
-		return nil, fmt.Errorf("jigsaw: LoadCritic: file has %d parameters, critic %d", len(f.Names), len(c.params))
-	}
-	for i, p := range c.params {
-		if p.Name != f.Names[i] || len(p.Value.Data) != len(f.Values[i]) {
-			return nil, fmt.Errorf("jigsaw: LoadCritic: parameter %d is %q of %d values, file has %q of %d", i, p.Name, len(p.Value.Data), f.Names[i], len(f.Values[i]))
-		}
-		for _, v := range f.Values[i] {
-			if math.IsNaN(v) || math.IsInf(v, 0) {
-				return nil, fmt.Errorf("jigsaw: LoadCritic: parameter %q holds %v", p.Name, v)
-			}
-		}
-		copy(p.Value.Data, f.Values[i])
+	if err := setParams(c.params, f.Names, f.Values); err != nil {
+		return nil, fmt.Errorf("jigsaw: LoadCritic: %w", err)
 	}
 	return c, nil
 }
 
-// SaveFile writes the critic to the named file, atomically.
+// SaveFile writes the critic to the named file, atomically: a crash
+// leaves the old file or the new one, never a part.
 func (c *Critic) SaveFile(path string) error {
-	tmp := path + ".tmp"
-	f, err := os.Create(tmp)
-	if err != nil {
-		return fmt.Errorf("jigsaw: Critic.SaveFile: %w", err)
-	}
-	if err := c.Save(f); err != nil {
-		f.Close()
-		os.Remove(tmp)
-		return err
-	}
-	if err := f.Close(); err != nil {
-		os.Remove(tmp)
-		return fmt.Errorf("jigsaw: Critic.SaveFile: %w", err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
+	if err := atomicfile.Write(path, c.Save); err != nil {
 		return fmt.Errorf("jigsaw: Critic.SaveFile: %w", err)
 	}
 	return nil

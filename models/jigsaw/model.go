@@ -676,10 +676,7 @@ type checkpoint struct {
 // Save writes the configuration and weights of n to w (encoding/gob).
 func (n *Net) Save(w io.Writer) error {
 	c := checkpoint{Config: n.cfg}
-	for _, p := range n.Params() {
-		c.Names = append(c.Names, p.Name)
-		c.Values = append(c.Values, p.Value.Data)
-	}
+	c.Names, c.Values = paramValues(n.Params())
 	if err := gob.NewEncoder(w).Encode(c); err != nil {
 		return fmt.Errorf("jigsaw: Save: %w", err)
 	}
@@ -696,17 +693,41 @@ func Load(r io.Reader) (*Net, error) {
 	if err != nil {
 		return nil, fmt.Errorf("jigsaw: Load: %w", err)
 	}
-	ps := n.Params()
-	if len(ps) != len(c.Names) {
-		return nil, fmt.Errorf("jigsaw: Load: checkpoint has %d parameters, network %d", len(c.Names), len(ps))
-	}
-	for i, p := range ps {
-		if p.Name != c.Names[i] || len(p.Value.Data) != len(c.Values[i]) {
-			return nil, fmt.Errorf("jigsaw: Load: parameter %d is %q of %d values, checkpoint has %q of %d", i, p.Name, len(p.Value.Data), c.Names[i], len(c.Values[i]))
-		}
-		copy(p.Value.Data, c.Values[i])
+	if err := setParams(n.Params(), c.Names, c.Values); err != nil {
+		return nil, fmt.Errorf("jigsaw: Load: %w", err)
 	}
 	return n, nil
+}
+
+// paramValues returns the names and values of ps, for a saved file.
+func paramValues(ps []*ad.Param) (names []string, values [][]float64) {
+	for _, p := range ps {
+		names = append(names, p.Name)
+		values = append(values, p.Value.Data)
+	}
+	return names, values
+}
+
+// setParams copies values into ps, checking that a saved file's names and
+// sizes are those of ps, in order, and its values finite.
+func setParams(ps []*ad.Param, names []string, values [][]float64) error {
+	if len(names) != len(ps) || len(values) != len(ps) {
+		return fmt.Errorf("the file has %d parameters, want %d", len(names), len(ps))
+	}
+	for i, p := range ps {
+		if p.Name != names[i] || len(p.Value.Data) != len(values[i]) {
+			return fmt.Errorf("parameter %d is %q of %d values, the file has %q of %d", i, p.Name, len(p.Value.Data), names[i], len(values[i]))
+		}
+		for _, v := range values[i] {
+			if math.IsNaN(v) || math.IsInf(v, 0) {
+				return fmt.Errorf("parameter %q holds %v", p.Name, v)
+			}
+		}
+	}
+	for i, p := range ps {
+		copy(p.Value.Data, values[i])
+	}
+	return nil
 }
 
 // SaveFile writes n to the named file.
