@@ -203,6 +203,9 @@ func run(ctx context.Context, o options) error {
 	if o.oracle {
 		return runOracle(o)
 	}
+	if err := checkCriticFlags(o); err != nil {
+		return err
+	}
 	if o.table2 {
 		if o.mnist == "" {
 			return errors.New("-table2 needs -mnist DIR")
@@ -490,20 +493,27 @@ func pairWeights(o options, net *jigsaw.Net, val *dataset.Images, rec *record) (
 // (models/jigsaw/README.md).
 const defaultCriticWeight = 10
 
+// checkCriticFlags refuses combinations of the critic's flags that cannot
+// work, before any data is read.
+func checkCriticFlags(o options) error {
+	switch {
+	case o.critic == "" && o.trainCritic == "" && o.dec.CriticWeight != 0:
+		return errors.New("-critic-weight needs -critic or -train-critic")
+	case o.critic != "" && o.trainCritic != "":
+		return errors.New("-critic and -train-critic exclude each other")
+	case (o.critic != "" || o.trainCritic != "") && o.table2 && strings.Contains(o.sizes, ","):
+		return errors.New("-critic and -train-critic are for one puzzle size: with -table2, give one size in -sizes")
+	}
+	return nil
+}
+
 // criticOf returns the critic of -critic (read) or -train-critic (trained
 // on train, with hard moves ranked by ens under the decoder's weights, and
 // saved), or nil; it notes the critic in rec.
 func criticOf(ctx context.Context, o options, ens *jigsaw.Ensemble, train *dataset.Images, rec *record) (*jigsaw.Critic, error) {
 	switch {
 	case o.critic == "" && o.trainCritic == "":
-		if o.dec.CriticWeight != 0 {
-			return nil, errors.New("-critic-weight needs -critic or -train-critic")
-		}
 		return nil, nil
-	case o.critic != "" && o.trainCritic != "":
-		return nil, errors.New("-critic and -train-critic exclude each other")
-	case o.table2 && strings.Contains(o.sizes, ","):
-		return nil, errors.New("-critic and -train-critic are for one puzzle size: with -table2, give one size in -sizes")
 	case o.critic != "":
 		c, err := jigsaw.LoadCriticFile(o.critic)
 		if err != nil {

@@ -481,7 +481,7 @@ func TestCriticFlags(t *testing.T) {
 	assert.ErrorContains(t, run(context.Background(), o), "-critic")
 	o.critic, o.dec.CriticWeight = "", 0
 	o.table2, o.mnist, o.trainCritic, o.sizes = true, t.TempDir(), file, "2,3"
-	assert.Error(t, run(context.Background(), o))
+	assert.ErrorContains(t, run(context.Background(), o), "give one size")
 }
 
 // readRecord reads the JSON record name.json a run wrote to dir.

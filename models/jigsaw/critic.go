@@ -9,6 +9,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"os"
+	"slices"
 	"sort"
 	"time"
 
@@ -124,8 +125,7 @@ func (c *Critic) NumParams() int {
 }
 
 // criticBatch is the number of images Scores pushes through the network at
-// once; fixed, so that a score does not depend on how many images are
-// scored together.
+// once, which bounds the memory of one forward pass.
 const criticBatch = 256
 
 // Scores returns D, the log-odds of being assembled right, for every image
@@ -387,10 +387,7 @@ func (k *criticTask) wrong(pieces []float64, id []int, b int, rng *rand.Rand) bo
 		}
 	}
 	m.apply(k.src, id)
-	for q, from := range k.src {
-		copy(k.pcs[q*ps:(q+1)*ps], pieces[from*ps:(from+1)*ps])
-	}
-	return true
+	return k.c.grid.Scramble(k.pcs, pieces, k.src) == nil // sizes are the grid's: cannot fail
 }
 
 // sameUnder reports whether m leaves the image of pieces (position order)
@@ -398,16 +395,7 @@ func (k *criticTask) wrong(pieces []float64, id []int, b int, rng *rand.Rand) bo
 func sameUnder(m move, pieces []float64, ps int) bool {
 	for j := range m.k {
 		a, b := m.pos[j], m.pos[(j+1)%m.k]
-		if !equalPieces(pieces[a*ps:(a+1)*ps], pieces[b*ps:(b+1)*ps]) {
-			return false
-		}
-	}
-	return true
-}
-
-func equalPieces(a, b []float64) bool {
-	for i := range a {
-		if a[i] != b[i] {
+		if !slices.Equal(pieces[a*ps:(a+1)*ps], pieces[b*ps:(b+1)*ps]) {
 			return false
 		}
 	}
@@ -430,9 +418,7 @@ func (e *Ensemble) hardMoves(z *Puzzles, moves []move, d Decoder, top int) ([][]
 	nn2, ps := n.grid.N(), n.grid.PieceSize()
 	out := make([][]int32, z.Len())
 	n.eachPuzzle(z.Len(), func(s *arranger, b int) {
-		scr := n.scrambledOf(z, b)
-		e.pairTables(s, scr, d)
-		s.u, s.lam = s.unaryScores(logits[b].RawMatrix().Data, d.Pair, n.grid, scr), d.scale()
+		e.setScore(s, z, b, logits[b], d)
 		s.place(z.Perms[b])
 		truth := append([]int(nil), s.at...)
 		pieces := z.Pieces[b*nn2*ps : (b+1)*nn2*ps]
@@ -465,7 +451,7 @@ const rerankChunk = 32
 func (e *Ensemble) rerank(z *Puzzles, logits []*mat.Dense, preds []perm.Perm, d Decoder) error {
 	n := e.nets[0]
 	g := n.grid
-	nn2, ps := g.N(), g.PieceSize()
+	nn2 := g.N()
 	moves := oneMoves(nn2)
 	cands := len(moves) + 1
 	size := d.Critic.imageSize()
@@ -477,13 +463,13 @@ func (e *Ensemble) rerank(z *Puzzles, logits []*mat.Dense, preds []perm.Perm, d 
 		hi := min(lo+rerankChunk, len(preds))
 		n.eachPuzzle(hi-lo, func(s *arranger, k int) {
 			b := lo + k
-			scr := n.scrambledOf(z, b)
-			e.pairTables(s, scr, d)
-			s.u, s.lam = s.unaryScores(logits[b].RawMatrix().Data, d.Pair, g, scr), d.scale()
+			e.setScore(s, z, b, logits[b], d)
 			s.place(preds[b])
 			base := ats[k*cands*nn2 : (k*cands+1)*nn2]
 			copy(base, s.at)
-			pcs := make([]float64, nn2*ps)
+			if len(s.pieces) != nn2*g.PieceSize() {
+				s.pieces = make([]float64, nn2*g.PieceSize())
+			}
 			for c := range cands {
 				at := ats[(k*cands+c)*nn2 : (k*cands+c+1)*nn2]
 				if c > 0 {
@@ -491,10 +477,9 @@ func (e *Ensemble) rerank(z *Puzzles, logits []*mat.Dense, preds []perm.Perm, d 
 				}
 				copy(s.at, at)
 				energies[k*cands+c] = s.energy()
-				for q, i := range at {
-					copy(pcs[q*ps:(q+1)*ps], scr[i*ps:(i+1)*ps])
-				}
-				_ = g.Assemble(imgs[(k*cands+c)*size:(k*cands+c+1)*size], pcs)
+				// the sizes are the grid's, so neither call can fail
+				_ = g.Scramble(s.pieces, n.scrambledOf(z, b), at)
+				_ = g.Assemble(imgs[(k*cands+c)*size:(k*cands+c+1)*size], s.pieces)
 			}
 		})
 		D, err := d.Critic.scores(t, imgs[:(hi-lo)*cands*size])
@@ -590,9 +575,13 @@ func criticTerms(z *Puzzles, preds []perm.Perm, d Decoder) ([]float64, error) {
 	for lo := 0; lo < len(preds); lo += criticBatch {
 		hi := min(lo+criticBatch, len(preds))
 		for b := lo; b < hi; b++ {
-			scr := z.Scrambled[b*nn2*ps : (b+1)*nn2*ps]
-			for i, q := range preds[b] {
-				copy(pcs[q*ps:(q+1)*ps], scr[i*ps:(i+1)*ps])
+			// position q holds scrambled piece preds[b]⁻¹(q)
+			inv, err := preds[b].Inverse()
+			if err != nil {
+				return nil, err
+			}
+			if err := g.Scramble(pcs, z.Scrambled[b*nn2*ps:(b+1)*nn2*ps], inv); err != nil {
+				return nil, err
 			}
 			if err := g.Assemble(imgs[(b-lo)*size:(b-lo+1)*size], pcs); err != nil {
 				return nil, err

@@ -278,6 +278,7 @@ type arranger struct {
 	margin    []float64 // scratch unary scores of Net.FitPairs
 	eh, ev    []float64 // scratch tables of the other networks of an Ensemble
 	weighted  []float64 // the weighted logits and border terms (unaryScores)
+	pieces    []float64 // scratch pieces in position order (Ensemble.rerank)
 }
 
 // unaryScores returns the unary scores of E for the logits g of the puzzle
@@ -553,9 +554,7 @@ func (e *Ensemble) searchGap(z *Puzzles, preds []perm.Perm, d Decoder) (SearchGa
 	// decoded[b] and truth[b] are E at the two arrangements.
 	decoded, truth := make([]float64, len(preds)), make([]float64, len(preds))
 	n.eachPuzzle(len(preds), func(s *arranger, b int) {
-		scr := n.scrambledOf(z, b)
-		e.pairTables(s, scr, d)
-		s.u, s.lam = s.unaryScores(logits[b].RawMatrix().Data, d.Pair, n.grid, scr), d.scale()
+		e.setScore(s, z, b, logits[b], d)
 		s.place(preds[b])
 		decoded[b] = s.energy()
 		s.place(z.Perms[b])

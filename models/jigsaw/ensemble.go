@@ -139,6 +139,15 @@ func (e *Ensemble) pairTables(s *arranger, scrambled []float64, d Decoder) {
 	}
 }
 
+// setScore makes s score puzzle b of z as d says, with g its mean logits:
+// the networks' mean tables, the unary scores and their scale.
+func (e *Ensemble) setScore(s *arranger, z *Puzzles, b int, g *mat.Dense, d Decoder) {
+	n := e.nets[0]
+	scr := n.scrambledOf(z, b)
+	e.pairTables(s, scr, d)
+	s.u, s.lam = s.unaryScores(g.RawMatrix().Data, d.Pair, n.grid, scr), d.scale()
+}
+
 // SolveWith returns a hard assignment of every puzzle of z under the mean
 // score of the networks, decoded as d says (see Decoder and Net.SolveWith):
 // pred[b][i] is the predicted position of scrambled piece i of puzzle b.
@@ -165,9 +174,8 @@ func (e *Ensemble) solve(z *Puzzles, d Decoder) ([]perm.Perm, error) {
 	if d.Pairwise != 0 || d.Seam != 0 {
 		n := e.nets[0]
 		n.eachPuzzle(len(preds), func(s *arranger, b int) {
-			scr := n.scrambledOf(z, b)
-			e.pairTables(s, scr, d)
-			s.decode(preds[b], s.unaryScores(logits[b].RawMatrix().Data, d.Pair, n.grid, scr), d, uint64(b))
+			e.setScore(s, z, b, logits[b], d)
+			s.decode(preds[b], s.u, d, uint64(b))
 		})
 	}
 	if d.Critic != nil {
