@@ -56,7 +56,11 @@ func SinkhornBatch(xs []mat.Matrix, tau float64, iters int) ([]*mat.Dense, error
 	}
 	out := make([]*mat.Dense, len(xs))
 	errs := make([]error, len(xs))
-	sinkParallel(len(xs), func(k int) {
+	work := 0
+	for _, n := range ns {
+		work = max(work, 4*iters*n*n)
+	}
+	sinkParallel(len(xs), work, func(k int) {
 		out[k], _, errs[k] = sinkhornRaw(data[k], ns[k], tau, iters, 0, false)
 	})
 	for k, err := range errs {

@@ -55,7 +55,7 @@ func sinkhornVar(fn string, x *ad.Var, tau float64, iters int, logOut bool) *ad.
 	out := t.Alloc(batch * nn)
 	works, scratch := newSinkBatch(t, xv, batch, n, tau, iters)
 	errs := make([]error, batch)
-	sinkParallel(batch, func(k int) {
+	sinkParallel(batch, 4*iters*nn, func(k int) {
 		w := works[k]
 		if err := sinkCheck(w.x, n, tau); err != nil {
 			errs[k] = err
@@ -89,7 +89,7 @@ func sinkhornVar(fn string, x *ad.Var, tau float64, iters int, logOut bool) *ad.
 		for k := range backs {
 			backs[k] = newSinkBack(t.Alloc, n, works[k].half)
 		}
-		sinkParallel(batch, func(k int) {
+		sinkParallel(batch, 4*iters*nn, func(k int) {
 			sb := backs[k]
 			g := sb.g
 			gk := gOut[k*nn : (k+1)*nn]

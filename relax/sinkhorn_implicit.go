@@ -80,7 +80,7 @@ func sinkhornImplicitVar(fn string, x *ad.Var, tau, tol float64, maxIters int, l
 	}
 	works, scratch := newSinkBatch(t, xv, batch, n, tau, maxIters)
 	errs := make([]error, batch)
-	sinkParallel(batch, func(k int) {
+	sinkParallel(batch, 4*maxIters*nn, func(k int) {
 		w := works[k]
 		if err := sinkCheck(w.x, n, tau); err != nil {
 			errs[k] = err
@@ -121,7 +121,7 @@ func sinkhornImplicitVar(fn string, x *ad.Var, tau, tol float64, maxIters int, l
 			bufs[k] = t.Alloc(2*nn + 4*n)
 		}
 		errs := make([]error, batch)
-		sinkParallel(batch, func(k int) {
+		sinkParallel(batch, 8*n*nn, func(k int) {
 			errs[k] = implicitBackward(n, p[k*nn:(k+1)*nn], gOut[k*nn:(k+1)*nn], gx[k*nn:(k+1)*nn], scale, logOut, bufs[k])
 		})
 		for k, err := range errs {
