@@ -96,6 +96,20 @@
 // local terms are scaled to the full data set, the global one is counted
 // once. MCMC and exact enumeration do not run amortized models.
 //
+// # Exact enumeration
+//
+// Exact is the ground truth for small models: it enumerates every admitted
+// joint permutation state s (at most MaxExactStates) and weighs it by
+// p(s) ∫ p(y | s, θ) p(θ) dθ. Real sites θ are integrated out either
+// analytically, by the model's CollapsedLikelihood (the part of Collapser
+// that Exact uses), or numerically when they have at most MaxExactRealDims
+// coordinates in all: adaptive Gauss-Hermite quadrature around the Laplace
+// approximation of each state, accepted when two successive orders agree
+// within ExactQuadTol nats. The result's QuadError states the worst error
+// estimate, the Posterior reports the numerically integrated sites' means
+// and standard deviations, and ExactResult.Prob gives the posterior
+// probability of any joint permutation state.
+//
 // # Fast paths
 //
 // Engines evaluate LogLik on one-hot matrices when they need the value at an
@@ -105,6 +119,6 @@
 // rows of a permutation swap columns, for swap Metropolis-Hastings),
 // Conjugate (exact Gibbs draws of a real site) and Collapser (real sites
 // integrated out analytically, so that permutation moves target
-// p(y | permutations) and Exact can enumerate). CheckFastPaths tests a model's
+// p(y | permutations) and Exact needs no quadrature). CheckFastPaths tests a model's
 // fast paths against LogLik.
 package models

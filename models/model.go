@@ -214,18 +214,26 @@ type Conjugate interface {
 	SampleConditional(rng *rand.Rand, s *State, site string) error
 }
 
-// Collapser is implemented by models that can integrate some real sites out
-// analytically. MCMC then moves the permutations under the collapsed
-// likelihood p(y | perms, other sites), which removes the strong coupling
-// that traps a sampler alternating between a permutation and a regression
-// coefficient, and draws the collapsed sites afterwards from their
-// conditional. Exact uses it to enumerate models with real sites.
-type Collapser interface {
+// CollapsedLikelihood is implemented by models that can integrate some
+// real sites out analytically: the part of Collapser that evaluates the
+// collapsed likelihood, and all that Exact asks of a model to enumerate it
+// with those sites integrated out.
+type CollapsedLikelihood interface {
 	// CollapsedSites names the real sites integrated out.
 	CollapsedSites() []string
 	// CollapsedLogLik returns log ∫ p(y | s, c) p(c) dc over the collapsed
 	// sites c (their priors included), for the other sites' values in s.
 	CollapsedLogLik(s *State) (float64, error)
+}
+
+// Collapser is implemented by models that can integrate some real sites out
+// analytically. MCMC then moves the permutations under the collapsed
+// likelihood p(y | perms, other sites), which removes the strong coupling
+// that traps a sampler alternating between a permutation and a regression
+// coefficient, and draws the collapsed sites afterwards from their
+// conditional. Exact uses only its CollapsedLikelihood part.
+type Collapser interface {
+	CollapsedLikelihood
 	// SampleCollapsed overwrites the collapsed sites in s with a draw from
 	// p(c | y, rest of s).
 	SampleCollapsed(rng *rand.Rand, s *State) error

@@ -275,10 +275,9 @@ func TestExactMatchesBruteForce(t *testing.T) {
 }
 
 func TestExactRefusesWhatItCannotEnumerate(t *testing.T) {
-	m := newPointMatch(4, 1)
-	m.shift = true
-	if _, err := Exact(m); err == nil || !strings.Contains(err.Error(), "Collapser") {
-		t.Errorf("real site without Collapser: %v", err)
+	four := siteList{&PermSite{Name: "P", N: 3}, &RealSite{Name: "b", Shape: []int{MaxExactRealDims + 1}, Prior: Normal{Sigma: 1}}}
+	if _, err := Exact(four); err == nil || !strings.Contains(err.Error(), "Collapser") {
+		t.Errorf("%d real coordinates without Collapser: %v", MaxExactRealDims+1, err)
 	}
 	gs := siteList{&PermSite{Name: "P", N: 3, Prior: GumbelSinkhornPrior{Tau: 1}}}
 	if _, err := Exact(gs); err == nil || !strings.Contains(err.Error(), "tractable") {
