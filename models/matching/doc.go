@@ -1,9 +1,11 @@
-// Package matching holds two small models in which observations are matched
+// Package matching holds small models in which observations are matched
 // to known items by a latent permutation: point matching (Problem), where n
-// observed points in the plane are noisy copies of n reference points, and
+// observed points in the plane are noisy copies of n reference points,
 // permutation regression (Regression), where the covariate rows of a linear
-// regression were shuffled. Both implement models.Model and are small enough
-// for models.Exact to enumerate, which makes them the models on which the
+// regression were shuffled, permuted Poisson counts (Counts), and matching
+// through pairwise distances with candidate masks and known assignments
+// (Pairwise). All implement models.Model and are small enough for
+// models.Exact to enumerate, which makes them the models on which the
 // engines (package vi, package mcmc) are checked against the exact answer.
 //
 // # Point matching
@@ -67,4 +69,69 @@
 // computed once, and p(y | σ) costs O(n d) per permutation. Regression
 // implements this as models.Collapser: MCMC moves σ under p(y | σ) and draws
 // β afterwards, and models.Exact enumerates σ.
+//
+// # Permuted Poisson counts
+//
+// Counts y_1, …, y_n follow a Poisson regression whose covariate rows
+// x_j ∈ ℝ^d were shuffled by an unknown permutation σ,
+//
+//	y_i ~ Poisson(λ_i),   log λ_i = η_i = a + x_{σ(i)}ᵀ w,   a ~ N(μ_a, s_a²),
+//
+// with σ uniform over the permutations a candidate mask admits. The log
+// baseline a is a real site of one coordinate; the weights w are known
+// (NewCounts) or a second real site with independent normal coordinates
+// (NewCountsLatentW), so that with one covariate the model has at most two
+// real coordinates. The observation model is not Gaussian and a is not
+// conjugate, so nothing is integrated out analytically. The log likelihood
+//
+//	log p(y | σ, a, w) = Σ_i [ y_i η_i − e^{η_i} − log y_i! ]
+//
+// is written on the tape with dist.PoissonLogLik, with η = a + P X w: for a
+// relaxed P the log-rates, not the rates, are interpolated. Write o_j =
+// x_jᵀ w. Because Σ_i e^{a + o_{σ(i)}} = e^a Σ_j e^{o_j} does not depend on
+// σ, the likelihood depends on σ only through Σ_i y_i o_{σ(i)}, and
+// exchanging the rows of i and j changes it by
+//
+//	(y_i − y_j)(o_{σ(j)} − o_{σ(i)}),
+//
+// in O(d) (SwapDelta), whatever a. With w known this factorizes the
+// posterior: σ and a are independent given y,
+//
+//	p(σ | y) ∝ exp(⟨P_σ, X⟩),  X_ij = y_i o_j   (Counts.Logits),
+//	p(a | y) ∝ exp(a Σ_i y_i − e^a Σ_j e^{o_j}) N(a; μ_a, s_a²),
+//
+// the first an exponential family over permutations whose mode pairs the
+// largest counts with the largest offsets, the second a one-dimensional
+// density that quadrature computes to any accuracy. With w latent, σ and w
+// are coupled (the sign and size of w decide which ordering of the units
+// the counts favour), as β and σ are in permutation regression. Counts
+// implements models.StateLogLiker and models.SwapDeltaer.
+//
+// # Pairwise matching with candidates and known assignments
+//
+// n observations are matched to n reference items, and what is observed is
+// a quantity for every pair of observations, a noisy copy of the known
+// quantity of the matched pair of reference items. Pairwise uses distances:
+//
+//	D^obs_ik = D^ref_{σ(i)σ(k)} + ε_ik,   ε_ik ~ N(0, s²),   i < k,
+//
+// which are invariant to a rigid motion of the observed configuration, so
+// the observations need no common frame with the reference. As in the C.
+// elegans experiments of Mena et al. (2018), each observation is restricted
+// to a few candidate items (a mask from positions: GeneratePairwise admits
+// the items within a radius of the true one), and some observations have a
+// known item (fixed rows, models.PermSite.Fixed). In the permutation matrix
+// P of σ the log likelihood is
+//
+//	log p(D^obs | P) = −Σ_{i≠k} (D^obs_ik − (P D^ref Pᵀ)_ik)² / (4s²) − (n(n−1)/2) log(√(2π) s),
+//
+// quadratic in P: a quadratic assignment problem, not a linear one, so
+// the posterior is not an exponential family in P and its mode is not a
+// matching of fixed logits. The same two matrix products serve relaxed P,
+// for which (P D^ref Pᵀ)_ik = Σ_{j,l} P_ij P_kl D^ref_jl averages the
+// reference quantity over both rows' weights. Exchanging the columns of
+// rows i and j changes only the pairs (i, k) and (j, k) with k ∉ {i, j} (the
+// pair (i, j) keeps D^ref_{σ(i)σ(j)} by symmetry), so SwapDelta costs O(n)
+// and LogLikState O(n²). There are no real sites, and models.Exact
+// enumerates the permutations the mask and the fixed rows admit.
 package matching
