@@ -1,0 +1,744 @@
+package models
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+
+	"gonum.org/v1/gonum/mat"
+	"gonum.org/v1/gonum/optimize"
+
+	"github.com/permlab/permlab/ad"
+	"github.com/permlab/permlab/perm"
+)
+
+// Scorer evaluates a model's exact log joint at exact states and improves
+// states by local search under it (Polish). It is how an engine checks an
+// answer against the model itself: variational inference optimises a
+// relaxed objective that cannot see how likely its hard answer is, but the
+// model's likelihood, evaluated on one-hot permutations, can.
+//
+// The score of a state s with permutations P is the model's log posterior
+// of P up to a constant,
+//
+//	J(P) = log ∫ p(y | P, θ) p(θ) dθ + log p(P),
+//
+// up to the constants of uniform priors. The real sites θ are integrated
+// out in one of three ways:
+//
+//   - collapsed: where the model implements Collapser, the sites it names
+//     are integrated out analytically by CollapsedLogLik;
+//   - by quadrature: when the other real sites have at most
+//     MaxExactRealDims coordinates in all, by the adaptive Gauss-Hermite
+//     quadrature of Exact, so that J is Exact's log weight and differences
+//     of J are exact log odds;
+//   - by Laplace's approximation: with up to MaxLaplaceDims coordinates,
+//     J = f(θ̂) + (d/2) log 2π − ½ log det(−∇²f(θ̂)), with f the log joint
+//     and θ̂ its maximum given P (found by Newton steps, the Hessian from
+//     differences of the tape's gradient), which is exact when θ enters
+//     the likelihood linearly with Gaussian noise;
+//   - beyond that, profiled: J = f(θ̂) with θ̂ found by L-BFGS, which
+//     favours permutations that many real coordinates can be fitted to;
+//     Profiled reports it.
+//
+// Maximising over θ instead of integrating would be wrong even for a few
+// coordinates: a wrong permutation with its own fitted θ can beat the
+// right one (the C. elegans model, whose connection weights fit any
+// labelling, does so at n = 5).
+//
+// During a local search (Polish) the real sites are held at θ̂ of the
+// current permutations and moves are scored by f; after the moves stop
+// helping, θ is integrated afresh and the moves are kept only if J rose.
+//
+// A Scorer owns a tape and scratch space: it is not safe for concurrent use.
+// Create one per goroutine; the model's methods must then be safe for
+// concurrent use with different tapes, as mcmc.RunModel requires.
+type Scorer struct {
+	m        Model
+	spec     *Spec
+	t        *ad.Tape
+	col      Collapser   // nil when nothing is collapsed
+	sd       SwapDeltaer // nil when swaps need full evaluations
+	profiled []*RealSite // real sites integrated numerically or profiled
+	dims     int         // their coordinates in all
+	slots    []polishSlot
+	evals    int
+}
+
+// MaxLaplaceDims bounds the real coordinates that a Scorer integrates by
+// Laplace's approximation; with more, it maximises over them (see Scorer).
+const MaxLaplaceDims = 200
+
+// polishSlot is one permutation b of one site, with its admitted entries
+// and free rows.
+type polishSlot struct {
+	ps      *PermSpec
+	b       int
+	n       int
+	allowed []bool // n*n
+	free    []int
+	prior   PermPrior // nil when uniform
+}
+
+// NewScorer returns a Scorer for m. Permutation priors must be tractable
+// (UniformPerm or another prior with LogMass).
+func NewScorer(m Model) (*Scorer, error) {
+	spec, err := Check(m)
+	if err != nil {
+		return nil, err
+	}
+	sc := &Scorer{m: m, spec: spec, t: ad.NewTape()}
+	collapsed := map[string]bool{}
+	if col, ok := m.(Collapser); ok && len(spec.Perms) > 0 {
+		names := col.CollapsedSites()
+		if err := spec.CheckNames("Collapser.CollapsedSites", names); err != nil {
+			return nil, err
+		}
+		for _, n := range names {
+			collapsed[n] = true
+		}
+		if len(names) > 0 {
+			sc.col = col
+		}
+	}
+	for _, rs := range spec.Reals {
+		if !collapsed[rs.Name] {
+			sc.profiled = append(sc.profiled, rs)
+			sc.dims += rs.Size()
+		}
+	}
+	if sd, ok := m.(SwapDeltaer); ok && sc.col == nil {
+		sc.sd = sd
+	}
+	for _, ps := range spec.Perms {
+		var prior PermPrior
+		if ps.Prior != nil {
+			if !ps.Prior.Tractable() {
+				return nil, fmt.Errorf("models: NewScorer: site %q: prior %v has no tractable mass on permutations", ps.Name, ps.Prior)
+			}
+			if _, uniform := ps.Prior.(UniformPerm); !uniform {
+				prior = ps.Prior
+			}
+		}
+		n := ps.N
+		for b := range ps.B() {
+			sl := polishSlot{ps: ps, b: b, n: n, allowed: make([]bool, n*n), prior: prior}
+			for i := range n {
+				for j := range n {
+					sl.allowed[i*n+j] = ps.Masks[b].Allowed(i, j)
+				}
+				if ps.Free[b][i] {
+					sl.free = append(sl.free, i)
+				}
+			}
+			sc.slots = append(sc.slots, sl)
+		}
+	}
+	return sc, nil
+}
+
+// Spec returns the model's validated sites.
+func (sc *Scorer) Spec() *Spec { return sc.spec }
+
+// Collapsed reports whether the model integrates some real sites out
+// analytically (Collapser).
+func (sc *Scorer) Collapsed() bool { return sc.col != nil }
+
+// Integration says how J treats the real sites that are not collapsed:
+// "none" when there are none, "quadrature", "Laplace" or "profile" (see
+// Scorer).
+func (sc *Scorer) Integration() string {
+	switch {
+	case sc.dims == 0:
+		return "none"
+	case sc.dims <= MaxExactRealDims:
+		return "quadrature"
+	case sc.dims <= MaxLaplaceDims:
+		return "Laplace"
+	}
+	return "profile"
+}
+
+// Evals returns the number of likelihood evaluations made so far (full
+// evaluations and swap differences alike).
+func (sc *Scorer) Evals() int { return sc.evals }
+
+// checkState validates the shape of s and that its permutations are
+// admitted.
+func (sc *Scorer) checkState(s *State) error {
+	if s == nil {
+		return errors.New("models: nil state")
+	}
+	for _, ps := range sc.spec.Perms {
+		perms := s.Perms[ps.Name]
+		if len(perms) != ps.B() {
+			return fmt.Errorf("models: state has %d permutations for site %q, want %d", len(perms), ps.Name, ps.B())
+		}
+		for b, p := range perms {
+			if len(p) != ps.N || p.Validate() != nil {
+				return fmt.Errorf("models: state: site %q permutation %d (%v) is not a permutation of size %d", ps.Name, b, p, ps.N)
+			}
+			if !ps.Masks[b].Admits(p) {
+				return fmt.Errorf("models: state: site %q permutation %d (%v) is not admitted by its mask and fixed rows", ps.Name, b, p)
+			}
+		}
+	}
+	for _, rs := range sc.spec.Reals {
+		if x := s.Reals[rs.Name]; len(x) != rs.Size() {
+			return fmt.Errorf("models: state has %d values for real site %q, want %d", len(x), rs.Name, rs.Size())
+		}
+	}
+	return nil
+}
+
+// logLik returns the likelihood part of J at s with its real sites as they
+// are: the collapsed likelihood, or the full one plus the profiled sites'
+// prior.
+func (sc *Scorer) logLik(s *State) (float64, error) {
+	sc.evals++
+	var v float64
+	var err error
+	if sc.col != nil {
+		v, err = sc.col.CollapsedLogLik(s)
+	} else {
+		v, err = LogLikState(sc.m, sc.spec, sc.t, s)
+	}
+	if err != nil {
+		return 0, err
+	}
+	for _, rs := range sc.profiled {
+		v += rs.Prior.LogProb(s.Reals[rs.Name])
+	}
+	if math.IsNaN(v) {
+		return 0, errors.New("models: the log joint is NaN")
+	}
+	return v, nil
+}
+
+// permPrior returns log p(P) of the non-uniform permutation priors.
+func (sc *Scorer) permPrior(s *State) float64 {
+	lp := 0.0
+	for _, sl := range sc.slots {
+		if sl.prior != nil {
+			lp += sl.prior.LogMass(s.Perms[sl.ps.Name][sl.b])
+		}
+	}
+	return lp
+}
+
+// LogJoint returns J at the permutations of s (see Scorer), starting the
+// search for the real sites' maximum from their values in s. s is not
+// modified.
+func (sc *Scorer) LogJoint(s *State) (float64, error) {
+	if err := sc.checkState(s); err != nil {
+		return 0, err
+	}
+	c := s.Clone()
+	return sc.profile(c)
+}
+
+// profile sets the real sites of s that are not collapsed to their
+// maximum given its permutations and returns J(s), integrating them as
+// Integration says.
+func (sc *Scorer) profile(s *State) (float64, error) {
+	switch sc.Integration() {
+	case "quadrature", "Laplace":
+		return sc.integrate(s)
+	}
+	return sc.maximise(s)
+}
+
+// integrate integrates the real sites out by quadrature or Laplace's
+// approximation, leaving them at their maximum in s.
+func (sc *Scorer) integrate(s *State) (float64, error) {
+	q := newRealQuad(sc.m, sc.spec, sc.profiled, sc.col, sc.t, s)
+	off := 0
+	for _, rs := range sc.profiled {
+		copy(q.start[off:], s.Reals[rs.Name])
+		off += rs.Size()
+	}
+	var logI float64
+	if sc.dims <= MaxExactRealDims {
+		v, _, err := q.integrate()
+		if err != nil {
+			return 0, err
+		}
+		logI = v
+		// integrate leaves the state at its last grid point: go back to
+		// the maximum.
+	} else {
+		var chol mat.Cholesky
+		if err := q.mode(&chol); err != nil {
+			return 0, err
+		}
+		f, err := q.value(q.theta)
+		if err != nil {
+			return 0, err
+		}
+		logI = f + float64(sc.dims)/2*math.Log(2*math.Pi) - chol.LogDet()/2
+	}
+	q.set(q.theta)
+	sc.evals++
+	if math.IsNaN(logI) {
+		return 0, errors.New("models: the integrated log joint is NaN")
+	}
+	return logI + sc.permPrior(s), nil
+}
+
+// maximise sets the real sites that are not collapsed to their maximum
+// given the permutations of s and returns the profiled J(s).
+func (sc *Scorer) maximise(s *State) (float64, error) {
+	j0, err := sc.logLik(s)
+	if err != nil {
+		return 0, err
+	}
+	j0 += sc.permPrior(s)
+	if len(sc.profiled) == 0 {
+		return j0, nil
+	}
+	dim := 0
+	for _, rs := range sc.profiled {
+		dim += rs.Size()
+	}
+	x0 := make([]float64, 0, dim)
+	for _, rs := range sc.profiled {
+		x0 = append(x0, s.Reals[rs.Name]...)
+	}
+	set := func(x []float64) {
+		off := 0
+		for _, rs := range sc.profiled {
+			copy(s.Reals[rs.Name], x[off:off+rs.Size()])
+			off += rs.Size()
+		}
+	}
+	var evalErr error
+	neg := func(x []float64) float64 {
+		set(x)
+		v, err := sc.logLik(s)
+		if err != nil {
+			evalErr = err
+			return math.Inf(1)
+		}
+		return -v
+	}
+	p := optimize.Problem{Func: neg}
+	var method optimize.Method = &optimize.NelderMead{}
+	if sc.col == nil {
+		names := make([]string, len(sc.profiled))
+		for i, rs := range sc.profiled {
+			names[i] = rs.Name
+		}
+		p.Grad = func(grad, x []float64) {
+			set(x)
+			if err := sc.gradient(s, names, grad); err != nil {
+				evalErr = err
+				for i := range grad {
+					grad[i] = math.NaN()
+				}
+			}
+		}
+		method = &optimize.LBFGS{}
+	}
+	res, _ := optimize.Minimize(p, x0, &optimize.Settings{
+		GradientThreshold: 1e-9,
+		MajorIterations:   500,
+		Converger:         &optimize.FunctionConverge{Absolute: 1e-10, Relative: 1e-12, Iterations: 20},
+	}, method)
+	if evalErr != nil {
+		return 0, evalErr
+	}
+	// A line search that cannot improve further ends with an error while
+	// holding the best point found: keep whichever point is better.
+	if res == nil || len(res.X) != dim {
+		set(x0)
+		return j0, nil
+	}
+	set(res.X)
+	v, err := sc.logLik(s)
+	if err != nil || !(v+sc.permPrior(s) >= j0) {
+		set(x0)
+		return j0, nil
+	}
+	return v + sc.permPrior(s), nil
+}
+
+// gradient writes the gradient of log p(y | s) + log p(θ) with respect to
+// the named real sites into grad.
+func (sc *Scorer) gradient(s *State, names []string, grad []float64) error {
+	t := sc.t
+	t.Reset()
+	z, leaves, err := HardSample(t, sc.spec, s, names...)
+	if err != nil {
+		return err
+	}
+	obj := ad.Sum(sc.m.LogLik(t, z))
+	for _, rs := range sc.profiled {
+		obj = ad.Add(obj, ad.Sum(rs.Prior.LogProbVar(leaves[rs.Name])))
+	}
+	if err := t.Backward(ad.Neg(obj)); err != nil {
+		return err
+	}
+	off := 0
+	for _, rs := range sc.profiled {
+		copy(grad[off:off+rs.Size()], leaves[rs.Name].Grad())
+		off += rs.Size()
+	}
+	return nil
+}
+
+// PolishOptions configures Scorer.Polish. The zero value gives the
+// defaults.
+type PolishOptions struct {
+	// MaxBlock is the largest block of rows whose columns a block move
+	// rearranges in every admitted way; 0 means 4, and 2 or 3 leaves block
+	// moves to the swaps and 3-cycles, which are always tried.
+	MaxBlock int
+	// Blocks is the number of random blocks tried per pass and
+	// permutation; 0 means the number of free rows, a negative value
+	// turns block moves off.
+	Blocks int
+	// MaxPasses bounds the passes over the neighbourhoods (each pass
+	// applies every improving move it meets); 0 means 100·(n+1) for the
+	// largest permutation size n, far more than a search ever uses.
+	MaxPasses int
+	// Seed chooses the random blocks.
+	Seed uint64
+}
+
+// PolishResult is the outcome of a local search.
+type PolishResult struct {
+	// State is the polished state: a local maximum of J under swaps,
+	// 3-cycles and the blocks tried, with the profiled real sites at their
+	// optimum given its permutations (collapsed sites are left as given).
+	State *State
+	// LogJoint is J(State); Start is J of the starting permutations (with
+	// the profiled sites optimised for them too), so LogJoint − Start is
+	// what polishing gained, in nats.
+	LogJoint, Start float64
+	// Moves is the number of improving moves applied and Evals the number
+	// of likelihood evaluations made.
+	Moves, Evals int
+}
+
+// Gain returns LogJoint − Start, the nats polishing gained.
+func (r *PolishResult) Gain() float64 { return r.LogJoint - r.Start }
+
+// Polish improves s by a local search under J: it applies every move that
+// raises J among the swaps of two free rows, the 3-cycles of three free
+// rows and the rearrangements of random blocks of up to MaxBlock free rows,
+// always within the masks and fixed rows, until no such move improves J;
+// with profiled real sites it then optimises them afresh and searches
+// again, until neither step gains. Swaps use the model's SwapDelta fast
+// path when there is no collapsing, and full evaluations otherwise.
+//
+// A pass over the swaps and 3-cycles of a permutation of size n costs
+// O(n³) evaluations; the search never enumerates the permutations, so its
+// cost grows polynomially in n, and it finds a local, not necessarily the
+// global, maximum. s is not modified.
+func (sc *Scorer) Polish(s *State, o PolishOptions) (*PolishResult, error) {
+	if err := sc.checkState(s); err != nil {
+		return nil, err
+	}
+	switch {
+	case o.MaxBlock < 0 || o.MaxBlock == 1:
+		return nil, fmt.Errorf("models: Polish: MaxBlock must be 0 (default) or >= 2, got %d", o.MaxBlock)
+	case o.MaxPasses < 0:
+		return nil, fmt.Errorf("models: Polish: MaxPasses must be >= 0, got %d", o.MaxPasses)
+	}
+	if o.MaxBlock == 0 {
+		o.MaxBlock = 4
+	}
+	if o.MaxPasses == 0 {
+		nmax := 0
+		for _, sl := range sc.slots {
+			nmax = max(nmax, sl.n)
+		}
+		o.MaxPasses = 100 * (nmax + 1)
+	}
+	evals0 := sc.evals
+	cur := s.Clone()
+	j, err := sc.profile(cur)
+	if err != nil {
+		return nil, err
+	}
+	res := &PolishResult{Start: j}
+	rng := rand.New(rand.NewPCG(o.Seed, 0x706f6c697368))
+	ls := &localSearch{sc: sc, o: o, rng: rng}
+	for round := 0; round < o.MaxPasses; round++ {
+		// Moves under f with the real sites held at their maximum, until
+		// none helps.
+		before := cur.Clone()
+		ls.s = cur
+		if ls.j, err = ls.eval(); err != nil {
+			return nil, err
+		}
+		moves := ls.moves
+		for pass := 0; pass < o.MaxPasses; pass++ {
+			improved, err := ls.pass()
+			if err != nil {
+				return nil, err
+			}
+			if !improved {
+				break
+			}
+		}
+		if ls.moves == moves {
+			break
+		}
+		if len(sc.profiled) == 0 {
+			j = ls.j // f is J
+			break
+		}
+		// Integrate the real sites afresh; keep the moves only if J rose.
+		jn, err := sc.profile(cur)
+		if err != nil {
+			return nil, err
+		}
+		if !(jn > j+polishTol(j)) {
+			cur, ls.moves = before, moves
+			break
+		}
+		j = jn
+	}
+	if len(sc.profiled) == 0 {
+		// Evaluate the final state afresh, so that no rounding of the
+		// deltas accumulates into the reported value.
+		v, err := sc.logLik(cur)
+		if err != nil {
+			return nil, err
+		}
+		j = v + sc.permPrior(cur)
+	}
+	res.State, res.LogJoint = cur, j
+	res.Moves, res.Evals = ls.moves, sc.evals-evals0
+	return res, nil
+}
+
+// polishTol is the smallest gain a move must make to count, so that
+// rounding in the deltas cannot make the search cycle.
+func polishTol(j float64) float64 { return 1e-9 * math.Max(1, math.Abs(j)) }
+
+// localSearch is the state of one Polish call.
+type localSearch struct {
+	sc    *Scorer
+	s     *State
+	j     float64 // J at s, with the real sites as they are
+	o     PolishOptions
+	rng   *rand.Rand
+	moves int
+
+	rows, cols, best []int // block scratch
+}
+
+// pass runs the swaps, then (if none improved) the 3-cycles, then (if none
+// improved) the blocks of every permutation, and reports whether any move
+// was applied.
+func (ls *localSearch) pass() (bool, error) {
+	any := false
+	for k := range ls.sc.slots {
+		ok, err := ls.swaps(&ls.sc.slots[k])
+		if err != nil {
+			return false, err
+		}
+		any = any || ok
+	}
+	if any {
+		return true, nil
+	}
+	for k := range ls.sc.slots {
+		ok, err := ls.cycles(&ls.sc.slots[k])
+		if err != nil {
+			return false, err
+		}
+		any = any || ok
+	}
+	if any {
+		return true, nil
+	}
+	for k := range ls.sc.slots {
+		ok, err := ls.blocks(&ls.sc.slots[k])
+		if err != nil {
+			return false, err
+		}
+		any = any || ok
+	}
+	return any, nil
+}
+
+// eval returns J at the current permutations with the real sites as they
+// are.
+func (ls *localSearch) eval() (float64, error) {
+	v, err := ls.sc.logLik(ls.s)
+	if err != nil {
+		return 0, err
+	}
+	return v + ls.sc.permPrior(ls.s), nil
+}
+
+// try evaluates the state after the move already applied to p, keeps it if
+// J rises, and otherwise calls undo.
+func (ls *localSearch) try(undo func()) (bool, error) {
+	v, err := ls.eval()
+	if err != nil {
+		return false, err
+	}
+	if v > ls.j+polishTol(ls.j) {
+		ls.j = v
+		ls.moves++
+		return true, nil
+	}
+	undo()
+	return false, nil
+}
+
+// swaps applies every improving swap of two free rows of one permutation.
+func (ls *localSearch) swaps(sl *polishSlot) (bool, error) {
+	p := ls.s.Perms[sl.ps.Name][sl.b]
+	n := sl.n
+	any := false
+	for a, i := range sl.free {
+		for _, k := range sl.free[a+1:] {
+			if !sl.allowed[i*n+p[k]] || !sl.allowed[k*n+p[i]] {
+				continue
+			}
+			if ls.sc.sd != nil {
+				d, err := ls.sc.sd.SwapDelta(ls.s, sl.ps.Name, sl.b, i, k)
+				ls.sc.evals++
+				if err != nil {
+					return false, err
+				}
+				if sl.prior != nil {
+					before := sl.prior.LogMass(p)
+					p[i], p[k] = p[k], p[i]
+					d += sl.prior.LogMass(p) - before
+					p[i], p[k] = p[k], p[i]
+				}
+				if d > polishTol(ls.j) {
+					p[i], p[k] = p[k], p[i]
+					ls.j += d
+					ls.moves++
+					any = true
+				}
+				continue
+			}
+			p[i], p[k] = p[k], p[i]
+			ok, err := ls.try(func() { p[i], p[k] = p[k], p[i] })
+			if err != nil {
+				return false, err
+			}
+			any = any || ok
+		}
+	}
+	if any && ls.sc.sd != nil {
+		// Re-anchor J on a full evaluation.
+		v, err := ls.eval()
+		if err != nil {
+			return false, err
+		}
+		ls.j = v
+	}
+	return any, nil
+}
+
+// cycles applies every improving 3-cycle of free rows of one permutation:
+// for rows i < k < l, the two rotations of their columns.
+func (ls *localSearch) cycles(sl *polishSlot) (bool, error) {
+	p := ls.s.Perms[sl.ps.Name][sl.b]
+	n := sl.n
+	f := sl.free
+	any := false
+	for a := 0; a < len(f); a++ {
+		for b := a + 1; b < len(f); b++ {
+			for c := b + 1; c < len(f); c++ {
+				i, k, l := f[a], f[b], f[c]
+				for rot := range 2 {
+					ci, ck, cl := p[i], p[k], p[l]
+					// rot 0: i←k's column, k←l's, l←i's; rot 1: the other way.
+					ni, nk, nl := ck, cl, ci
+					if rot == 1 {
+						ni, nk, nl = cl, ci, ck
+					}
+					if !sl.allowed[i*n+ni] || !sl.allowed[k*n+nk] || !sl.allowed[l*n+nl] {
+						continue
+					}
+					p[i], p[k], p[l] = ni, nk, nl
+					ok, err := ls.try(func() { p[i], p[k], p[l] = ci, ck, cl })
+					if err != nil {
+						return false, err
+					}
+					if ok {
+						any = true
+						break
+					}
+				}
+			}
+		}
+	}
+	return any, nil
+}
+
+// blocks tries random blocks of up to MaxBlock free rows of one
+// permutation, each rearranged in every admitted way, and applies the best
+// rearrangement of a block when it raises J.
+func (ls *localSearch) blocks(sl *polishSlot) (bool, error) {
+	kmax := min(ls.o.MaxBlock, len(sl.free))
+	if ls.o.Blocks < 0 || kmax < 4 {
+		return false, nil // swaps and 3-cycles already cover blocks of 2 and 3
+	}
+	trials := ls.o.Blocks
+	if trials == 0 {
+		trials = len(sl.free)
+	}
+	p := ls.s.Perms[sl.ps.Name][sl.b]
+	n := sl.n
+	any := false
+	for range trials {
+		idx := ls.rng.Perm(len(sl.free))[:kmax]
+		ls.rows = ls.rows[:0]
+		for _, x := range idx {
+			ls.rows = append(ls.rows, sl.free[x])
+		}
+		slices.Sort(ls.rows)
+		ls.cols = ls.cols[:0]
+		for _, r := range ls.rows {
+			ls.cols = append(ls.cols, p[r])
+		}
+		ls.best = append(ls.best[:0], ls.cols...)
+		bestJ := ls.j
+		err := perm.Enumerate(kmax, nil, func(sigma perm.Perm) error {
+			for x, r := range ls.rows {
+				if !sl.allowed[r*n+ls.cols[sigma[x]]] {
+					return nil
+				}
+			}
+			for x, r := range ls.rows {
+				p[r] = ls.cols[sigma[x]]
+			}
+			v, err := ls.eval()
+			if err != nil {
+				return err
+			}
+			if v > bestJ+polishTol(bestJ) {
+				bestJ = v
+				for x, r := range ls.rows {
+					ls.best[x] = p[r]
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return false, err
+		}
+		for x, r := range ls.rows {
+			p[r] = ls.best[x]
+		}
+		if bestJ > ls.j {
+			ls.j = bestJ
+			ls.moves++
+			any = true
+		}
+	}
+	return any, nil
+}
