@@ -96,6 +96,14 @@ type ModelOptions struct {
 	// and replica; sites it does not name start from a random admitted
 	// permutation or a prior draw.
 	Init *models.State
+	// Inits, if not empty, gives every chain initial values of its own:
+	// chain c starts from Inits[c mod len(Inits)] (every replica of it),
+	// with the same rules as Init; Init and Inits cannot both be set. The
+	// polished states of a variational fit (vi.PolishReport.States) are
+	// the intended use: chains started in the posterior's modes need a
+	// short burn-in only, which calibrates VI's marginals at a fraction of
+	// a cold start's cost (see the package documentation).
+	Inits []*models.State
 
 	// Progress, if not nil, is called as the chains advance.
 	Progress func(Progress)
@@ -255,7 +263,25 @@ func (pl *plan) checkKernels() error {
 }
 
 func (pl *plan) checkInit() error {
-	in := pl.o.Init
+	if pl.o.Init != nil && len(pl.o.Inits) > 0 {
+		return errors.New("mcmc: RunModel: set Init or Inits, not both")
+	}
+	if err := pl.checkState("Init", pl.o.Init); err != nil {
+		return err
+	}
+	for c, in := range pl.o.Inits {
+		if in == nil {
+			return fmt.Errorf("mcmc: RunModel: Inits[%d] is nil", c)
+		}
+		if err := pl.checkState(fmt.Sprintf("Inits[%d]", c), in); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// checkState validates the initial state in, named what in errors.
+func (pl *plan) checkState(what string, in *models.State) error {
 	if in == nil {
 		return nil
 	}
@@ -267,21 +293,21 @@ func (pl *plan) checkInit() error {
 		names = append(names, n)
 	}
 	slices.Sort(names)
-	if err := pl.spec.CheckNames("mcmc: RunModel: Init", names); err != nil {
+	if err := pl.spec.CheckNames("mcmc: RunModel: "+what, names); err != nil {
 		return err
 	}
 	for n, perms := range in.Perms {
 		site, _ := pl.spec.Lookup(n)
 		ps := pl.permSpec(n)
 		if ps == nil {
-			return fmt.Errorf("mcmc: RunModel: Init.Perms names %q, which is a %T", n, site)
+			return fmt.Errorf("mcmc: RunModel: %s.Perms names %q, which is a %T", what, n, site)
 		}
 		if len(perms) != ps.B() {
-			return fmt.Errorf("mcmc: RunModel: Init: site %q has %d permutations, want %d", n, len(perms), ps.B())
+			return fmt.Errorf("mcmc: RunModel: %s: site %q has %d permutations, want %d", what, n, len(perms), ps.B())
 		}
 		for b, p := range perms {
 			if len(p) != ps.N || p.Validate() != nil || !ps.Masks[b].Admits(p) {
-				return fmt.Errorf("mcmc: RunModel: Init: site %q permutation %d (%v) is not a permutation of size %d that its mask and fixed rows admit", n, b, p, ps.N)
+				return fmt.Errorf("mcmc: RunModel: %s: site %q permutation %d (%v) is not a permutation of size %d that its mask and fixed rows admit", what, n, b, p, ps.N)
 			}
 		}
 	}
@@ -289,10 +315,10 @@ func (pl *plan) checkInit() error {
 		site, _ := pl.spec.Lookup(n)
 		rs, ok := site.(*models.RealSite)
 		if !ok {
-			return fmt.Errorf("mcmc: RunModel: Init.Reals names %q, which is a permutation site", n)
+			return fmt.Errorf("mcmc: RunModel: %s.Reals names %q, which is a permutation site", what, n)
 		}
 		if len(x) != rs.Size() || !allFinite(x) {
-			return fmt.Errorf("mcmc: RunModel: Init: site %q needs %d finite values, got %v", n, rs.Size(), x)
+			return fmt.Errorf("mcmc: RunModel: %s: site %q needs %d finite values, got %v", what, n, rs.Size(), x)
 		}
 	}
 	return nil
@@ -550,7 +576,11 @@ func (pl *plan) initChain(c int, rng *rand.Rand) (*chainState, []Stage[*chainSta
 		if err != nil {
 			return nil, nil, err
 		}
-		if in := pl.o.Init; in != nil {
+		in := pl.o.Init
+		if len(pl.o.Inits) > 0 {
+			in = pl.o.Inits[c%len(pl.o.Inits)]
+		}
+		if in != nil {
 			for n, ps := range in.Perms {
 				for b, p := range ps {
 					s.Perms[n][b] = p.Clone()
@@ -836,6 +866,7 @@ func (pl *plan) result(res *Result[*chainState]) (*ModelResult, error) {
 	}
 	out.LogLik = llDraws
 	llRHat, llESS := diagnose(llDraws)
+	llStuck := math.IsNaN(llRHat) && stuckApart(llDraws)
 
 	for _, ps := range pl.spec.Perms {
 		b, n := ps.B(), ps.N
@@ -860,6 +891,7 @@ func (pl *plan) result(res *Result[*chainState]) (*ModelResult, error) {
 		// Diagnostics on the indicators "row i of permutation k is on the
 		// pooled mode's column", and on the log-likelihood trace.
 		pp.RHat, pp.ESS = llRHat, llESS
+		stuck := llStuck
 		ind := make([][]float64, nc)
 		for c := range ind {
 			ind[c] = make([]float64, nd)
@@ -878,12 +910,13 @@ func (pl *plan) result(res *Result[*chainState]) (*ModelResult, error) {
 					}
 				}
 				rh, es := diagnose(ind)
+				stuck = stuck || math.IsNaN(rh) && stuckApart(ind)
 				pp.RHat, pp.ESS = worse(pp.RHat, rh, pp.ESS, es)
 			}
 		}
 		post.Perms[ps.Name] = pp
 		col += b * n
-		pl.warn(post, ps.Name, pp.RHat, pp.ESS)
+		pl.warn(post, ps.Name, pp.RHat, pp.ESS, stuck)
 	}
 	for _, rs := range pl.spec.Reals {
 		d := rs.Size()
@@ -898,6 +931,7 @@ func (pl *plan) result(res *Result[*chainState]) (*ModelResult, error) {
 			}
 		}
 		worstR, worstE := math.NaN(), math.NaN()
+		stuck := false
 		for j := range d {
 			x, err := res.Draws(col + j)
 			if err != nil {
@@ -906,11 +940,12 @@ func (pl *plan) result(res *Result[*chainState]) (*ModelResult, error) {
 			mean, sd := meanStd(x)
 			rp.Mean[j], rp.Std[j] = mean, sd
 			rp.RHat[j], rp.ESS[j] = diagnose(x)
+			stuck = stuck || math.IsNaN(rp.RHat[j]) && stuckApart(x)
 			worstR, worstE = worse(worstR, rp.RHat[j], worstE, rp.ESS[j])
 		}
 		post.Reals[rs.Name] = rp
 		col += d
-		pl.warn(post, rs.Name, worstR, worstE)
+		pl.warn(post, rs.Name, worstR, worstE, stuck)
 	}
 
 	// Acceptance by stage name, summed over permutations and chains.
@@ -948,6 +983,8 @@ func (pl *plan) describe() []string {
 	start := "random admitted permutations and prior draws"
 	if pl.o.Init != nil {
 		start = "Init for the sites it names, " + start + " for the others"
+	} else if len(pl.o.Inits) > 0 {
+		start = fmt.Sprintf("%d given states (Inits, chain c from Inits[c mod %d]) for the sites they name, %s for the others", len(pl.o.Inits), len(pl.o.Inits), start)
 	}
 	notes = append(notes, fmt.Sprintf("%d chains × %d draws (burn-in %d sweeps, thin %d), started from %s", pl.chains, pl.draws, pl.burn, pl.thin, start))
 	if len(pl.ladder) > 1 {
@@ -976,9 +1013,19 @@ const (
 	warnESS  = 100
 )
 
-func (pl *plan) warn(post *models.Posterior, site string, rhat, ess float64) {
-	if rhat > warnRHat {
-		post.Warnings = append(post.Warnings, fmt.Sprintf("chains disagree on site %s: R̂ %.3g > %.1f; run longer (Burn, Draws), add temperatures (Temperatures, BetaMin) or block moves, or start from a better Init", site, rhat, warnRHat))
+// warn adds the warnings about a site's worst R̂ and ESS. stuck reports
+// that some summary of the site had an undefined (NaN) R̂ because each chain
+// kept one value of it for all its draws while the chains did not all keep
+// the same one (see stuckApart): chains stuck in different states, which
+// is as bad as a large R̂. Chains that all sit on the same value (a
+// posterior concentrated on one state) get no warning.
+func (pl *plan) warn(post *models.Posterior, site string, rhat, ess float64, stuck bool) {
+	const advice = "run longer (Burn, Draws), add temperatures (Temperatures, BetaMin) or block moves, or start from a better Init"
+	switch {
+	case rhat > warnRHat:
+		post.Warnings = append(post.Warnings, fmt.Sprintf("chains disagree on site %s: R̂ %.3g > %.1f; %s", site, rhat, warnRHat, advice))
+	case stuck:
+		post.Warnings = append(post.Warnings, fmt.Sprintf("chains disagree on site %s: they are stuck in different states (each chain kept one value of a summary for all its draws, not the same in every chain, so R̂ is undefined); %s", site, advice))
 	}
 	if ess < warnESS {
 		post.Warnings = append(post.Warnings, fmt.Sprintf("few effective draws on site %s: ESS %.0f < %d; run longer or thin less", site, ess, warnESS))
@@ -998,6 +1045,26 @@ func diagnose(draws [][]float64) (rhat, ess float64) {
 		return r, math.NaN()
 	}
 	return r, e
+}
+
+// stuckApart reports whether every chain of draws[chain][draw] keeps one
+// value for all its draws while the chains do not all keep the same one.
+// The rank-normalized R̂ of such draws is +Inf or, when the folded draws
+// are all equal (two values taken by equally many chains), NaN.
+func stuckApart(draws [][]float64) bool {
+	apart := false
+	for _, ch := range draws {
+		if len(ch) == 0 {
+			return false
+		}
+		for _, v := range ch[1:] {
+			if v != ch[0] {
+				return false
+			}
+		}
+		apart = apart || ch[0] != draws[0][0]
+	}
+	return apart
 }
 
 // worse combines diagnostics, keeping the largest R̂ and the smallest ESS

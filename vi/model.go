@@ -94,6 +94,26 @@ type ModelOptions struct {
 	// deviation)·N(0, 1); default 1. A negative value starts every fit
 	// at zero logits and the prior means.
 	InitScale float64
+	// Init, if not nil, gives initial values by site name for every start,
+	// as mcmc.ModelOptions.Init does; the sites it does not name start at
+	// random as described above. The logits X_b of permutation b of a
+	// named permutation site (Θ_b for a rounding guide) start as the
+	// random draws ξ_b = InitScale·N(0, 1) above, except that the entry
+	// of the given column p_b(i) in each row i is raised to
+	//
+	//	X_b[i][p_b(i)] = max_j ξ_b[i][j] + c,   c = 3 + log N,
+	//
+	// the maximum taken over the columns that the site's masks and fixed
+	// rows allow row i; forbidden entries stay forbidden. The given entry
+	// leads its row by c, so p_b is the guide's mode M(X_b), and a row's
+	// Gumbel-max draw alone picks the given column with probability at
+	// least e^c/(e^c + N − 1) > 0.95. A named real site's Normal guide
+	// starts with its means at the given values (and its standard
+	// deviations as without Init). Init is validated as by
+	// mcmc.RunModel: names the model does not declare, values of the wrong
+	// kind or size, permutations the masks and fixed rows do not admit,
+	// and non-finite values are errors naming the site.
+	Init *models.State
 
 	// Starts is the number of fits run from different random
 	// initialisations (multi-start); the one with the highest fresh ELBO
@@ -122,6 +142,15 @@ type ModelOptions struct {
 	// uninterrupted one would.
 	Checkpoint      string
 	CheckpointEvery int
+
+	// Polish configures the check of the answer by the model's exact log
+	// joint: every fit's mode and a few of its draws, and a few random
+	// restarts, are improved by a local search under it, fits are ranked
+	// by the best log joint they reach, and the most probable state found
+	// becomes the mode, with warnings where it disagrees with the fits. On
+	// by default; Polish.Off restores the paper's plain method. See the
+	// package documentation, "Checking the answer".
+	Polish Polish
 
 	// Progress, if set, is called after every ProgressEvery steps (default
 	// 100) of every fit, and after the last step of each; never by two
@@ -169,6 +198,9 @@ type ModelResult struct {
 	// Guides are the chosen fit's guides, one per site in declaration
 	// order (a *GumbelSinkhorn or *Rounding for a permutation site).
 	Guides []Guide
+	// Polish is what the check of the answer found; nil when it was off
+	// or could not run (the notes say why).
+	Polish *PolishReport
 	// Elapsed is the wall time of the whole call.
 	Elapsed time.Duration
 }
@@ -188,11 +220,19 @@ type ModelResult struct {
 // ELBO estimate is kept. The permutation marginals are the frequencies of
 // hard draws from the chosen fit (see the package documentation).
 //
-// Bad options, a model that fails models.Check, a guide name the model
-// does not declare, and errors recorded on the tape by the model's LogLik
-// (an unknown site name, a shape mismatch) are returned as errors. If ctx
-// is cancelled FitModel returns its error after checkpointing the running
-// fit.
+// Before the first fit FitModel checks the model's LogLik once on relaxed
+// samples of its guides, at a number of samples K that is no site's
+// dimension: it must return shape (K), one value per sample, and sample k
+// of the result must depend on sample k of the sites alone. A LogLik that
+// uses a site's leading (sample) axis as another axis usually breaks one of
+// these, and the error names the site and its shape in a Sample instead of
+// surfacing after the fit.
+//
+// Bad options, a model that fails models.Check, a guide or Init name the
+// model does not declare, a LogLik that fails the check above, and errors
+// recorded on the tape by the model's LogLik (an unknown site name, a
+// shape mismatch) are returned as errors. If ctx is cancelled FitModel
+// returns its error after checkpointing the running fit.
 func FitModel(ctx context.Context, m models.Model, o ModelOptions) (*ModelResult, error) {
 	began := time.Now()
 	spec, err := models.Check(m)
@@ -206,6 +246,9 @@ func FitModel(ctx context.Context, m models.Model, o ModelOptions) (*ModelResult
 	if err != nil {
 		return nil, err
 	}
+	if err := plan.checkLogLik(m); err != nil {
+		return nil, err
+	}
 	adapter := &modelAdapter{m: m, spec: spec}
 	runs, err := plan.run(ctx, adapter)
 	if err != nil {
@@ -217,7 +260,26 @@ func FitModel(ctx context.Context, m models.Model, o ModelOptions) (*ModelResult
 			best = i
 		}
 	}
-	res := &ModelResult{Starts: len(runs), Best: best}
+	var rep *PolishReport
+	var post *models.Posterior
+	if why := plan.polishable(); !o.Polish.Off && why == "" {
+		// Check every fit against the model and keep the one whose mode
+		// and draws polish to the most probable state.
+		posts := make([]*models.Posterior, len(runs))
+		for i, r := range runs {
+			if posts[i], err = plan.posterior(r.guides); err != nil {
+				return nil, err
+			}
+		}
+		if rep, err = plan.polish(ctx, m, posts); err != nil {
+			return nil, err
+		}
+		best = rep.chooseFit()
+		post = posts[best]
+	} else if !o.Polish.Off {
+		plan.notes = append(plan.notes, "the answer was not checked against the model: "+why)
+	}
+	res := &ModelResult{Starts: len(runs), Best: best, Polish: rep}
 	for _, r := range runs {
 		res.FitELBO = append(res.FitELBO, r.elbo)
 		res.FitSteps = append(res.FitSteps, r.steps)
@@ -225,11 +287,16 @@ func FitModel(ctx context.Context, m models.Model, o ModelOptions) (*ModelResult
 	}
 	b := runs[best]
 	res.ELBO, res.FinalELBO, res.FinalELBOStdErr, res.Guides = b.trace, b.elbo, b.stderr, b.guides
-	res.Posterior, err = plan.posterior(b.guides)
-	if err != nil {
-		return nil, err
+	if post == nil {
+		if post, err = plan.posterior(b.guides); err != nil {
+			return nil, err
+		}
 	}
+	res.Posterior = post
 	plan.annotate(res)
+	if rep != nil {
+		plan.applyPolish(res)
+	}
 	res.Elapsed = time.Since(began)
 	return res, nil
 }
@@ -273,6 +340,11 @@ func (o *ModelOptions) setDefaults() error {
 	}
 	if o.ProgressEvery <= 0 {
 		o.ProgressEvery = 100
+	}
+	if !o.Polish.Off {
+		if err := o.Polish.setDefaults(); err != nil {
+			return err
+		}
 	}
 	switch {
 	case o.Steps < 1:
@@ -321,7 +393,8 @@ type modelAdapter struct {
 	spec *models.Spec
 }
 
-// LogLik implements Model.
+// LogLik implements Model. It records an error on t when the model's
+// LogLik returns anything but one value per sample (see checkLogLikShape).
 func (a *modelAdapter) LogLik(t *ad.Tape, z Sample) *ad.Var {
 	names := a.spec.Names()
 	first, ok := z[names[0]]
@@ -329,14 +402,21 @@ func (a *modelAdapter) LogLik(t *ad.Tape, z Sample) *ad.Var {
 		t.Fail(fmt.Errorf("vi: no sample for site %q", names[0]))
 		return nil
 	}
-	s := models.NewSample(t, a.spec, first.Shape()[0], false)
+	k := first.Shape()[0]
+	s := models.NewSample(t, a.spec, k, false)
 	for _, name := range names {
 		s.Set(name, z[name])
 	}
 	if err := t.Err(); err != nil {
 		return nil
 	}
-	return a.m.LogLik(t, s)
+	ll := a.m.LogLik(t, s)
+	if t.Err() == nil {
+		if err := checkLogLikShape(ll, k); err != nil {
+			t.Fail(fmt.Errorf("vi: %w", err))
+		}
+	}
+	return ll
 }
 
 // fitRun is one finished fit.
@@ -543,7 +623,11 @@ func (p *modelPlan) freshELBO(m Model, guides []Guide) (mean, stderr float64, er
 func (p *modelPlan) annotate(res *ModelResult) {
 	post := res.Posterior
 	post.Notes = append(post.Notes, p.notes...)
-	if res.Starts > 1 {
+	if res.Starts > 1 && res.Polish != nil {
+		post.Notes = append(post.Notes, fmt.Sprintf(
+			"kept fit %d of %d by the log joint its polished mode and draws reached: %.4g (all fits: %s; fresh %d-sample ELBO estimates: %s)",
+			res.Best, res.Starts, res.Polish.FitLogJoint[res.Best], formatFloats(res.Polish.FitLogJoint), p.o.ELBOSamples, formatFloats(res.FitELBO)))
+	} else if res.Starts > 1 {
 		post.Notes = append(post.Notes, fmt.Sprintf(
 			"kept fit %d of %d by a fresh %d-sample ELBO estimate: %.4g ± %.2g (all fits: %s)",
 			res.Best, res.Starts, p.o.ELBOSamples, res.FinalELBO, res.FinalELBOStdErr, formatFloats(res.FitELBO)))
@@ -579,6 +663,7 @@ const (
 	seedSteps
 	seedELBO
 	seedDraws
+	seedCheck // FitModel's preflight check of LogLik
 )
 
 // deriveSeed returns the seed of stream (kind, i) of a run with the given

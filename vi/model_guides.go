@@ -2,8 +2,10 @@ package vi
 
 import (
 	"fmt"
+	"maps"
 	"math"
 	"math/rand/v2"
+	"slices"
 
 	"github.com/permlab/permlab/ad"
 	"github.com/permlab/permlab/ad/optim"
@@ -27,6 +29,9 @@ func newModelPlan(spec *models.Spec, o ModelOptions) (*modelPlan, error) {
 		return nil, err
 	}
 	p := &modelPlan{spec: spec, o: o, kinds: map[string]GuideKind{}, tau: map[string]optim.Schedule{}}
+	if err := p.checkInit(); err != nil {
+		return nil, err
+	}
 	for _, ps := range spec.Perms {
 		kind := o.Guides[ps.Name]
 		switch kind {
@@ -58,10 +63,83 @@ func newModelPlan(spec *models.Spec, o ModelOptions) (*modelPlan, error) {
 			p.notes = append(p.notes, fmt.Sprintf("site %q: the KL to the prior %v is estimated by Monte Carlo", rs.Name, rs.Prior))
 		}
 	}
+	if in := o.Init; in != nil {
+		names := append(slices.Sorted(maps.Keys(in.Perms)), slices.Sorted(maps.Keys(in.Reals))...)
+		p.notes = append(p.notes, fmt.Sprintf("every fit started from Init for sites %v: logits that put most mass on the given permutations, Normal means at the given values", names))
+	}
 	if o.NoKL {
 		p.notes = append(p.notes, "NoKL: the permutation sites' KL terms were dropped (no regularization); the objective is not an ELBO and their priors play no part")
 	}
 	return p, nil
+}
+
+// checkInit validates Init as mcmc.RunModel does: every name a site of the
+// model, B permutations of size N that the site's masks and fixed rows
+// admit for a permutation site, Size() finite values for a real site.
+func (p *modelPlan) checkInit() error {
+	in := p.o.Init
+	if in == nil {
+		return nil
+	}
+	perms, reals := slices.Sorted(maps.Keys(in.Perms)), slices.Sorted(maps.Keys(in.Reals))
+	if err := p.spec.CheckNames("vi: FitModel: Init", slices.Concat(perms, reals)); err != nil {
+		return err
+	}
+	for _, n := range perms {
+		ps := p.permSpec(n)
+		if ps == nil {
+			return fmt.Errorf("vi: FitModel: Init.Perms names %q, which is a real site", n)
+		}
+		if len(in.Perms[n]) != ps.B() {
+			return fmt.Errorf("vi: FitModel: Init: site %q has %d permutations, want %d", n, len(in.Perms[n]), ps.B())
+		}
+		for b, q := range in.Perms[n] {
+			if len(q) != ps.N || q.Validate() != nil || !ps.Masks[b].Admits(q) {
+				return fmt.Errorf("vi: FitModel: Init: site %q permutation %d (%v) is not a permutation of size %d that its mask and fixed rows admit", n, b, q, ps.N)
+			}
+		}
+	}
+	for _, n := range reals {
+		site, _ := p.spec.Lookup(n)
+		rs, ok := site.(*models.RealSite)
+		if !ok {
+			return fmt.Errorf("vi: FitModel: Init.Reals names %q, which is a permutation site", n)
+		}
+		x := in.Reals[n]
+		finite := !slices.ContainsFunc(x, func(v float64) bool { return math.IsNaN(v) || math.IsInf(v, 0) })
+		if len(x) != rs.Size() || !finite {
+			return fmt.Errorf("vi: FitModel: Init: site %q needs %d finite values, got %v", n, rs.Size(), x)
+		}
+	}
+	return nil
+}
+
+// initMargin is the lead c = 3 + log n of the given entry of each row of
+// the initial logits of a permutation site named in Init (see
+// ModelOptions.Init).
+func initMargin(n int) float64 { return 3 + math.Log(float64(n)) }
+
+// initLogits starts the logits x (B·N·N values, row-major) of permutation
+// site ps at the permutations Init gives it, if any: in each row the given
+// column's entry is set to the row's largest allowed entry plus
+// initMargin(N).
+func (p *modelPlan) initLogits(x []float64, ps *models.PermSpec) {
+	if p.o.Init == nil {
+		return
+	}
+	n, c := ps.N, initMargin(ps.N)
+	for b, q := range p.o.Init.Perms[ps.Name] {
+		for i, j := range q {
+			row := x[(b*n+i)*n : (b*n+i+1)*n]
+			top := math.Inf(-1)
+			for col, v := range row {
+				if ps.Masks[b].Allowed(i, col) {
+					top = math.Max(top, v)
+				}
+			}
+			row[j] = top + c
+		}
+	}
 }
 
 // planGS chooses the temperatures of a Gumbel-Sinkhorn guide and says in a
@@ -101,7 +179,9 @@ func (p *modelPlan) planGS(ps *models.PermSpec) error {
 }
 
 // newGuides builds the guides of one fit, in site order, with parameters
-// drawn from seed.
+// drawn from seed and then moved to Init's values for the sites it names
+// (the draws are made either way, so that the other sites start where they
+// would without Init).
 func (p *modelPlan) newGuides(seed uint64) ([]Guide, error) {
 	o := p.o
 	rng := rand.New(rand.NewPCG(seed, 0x696e6974))
@@ -118,6 +198,7 @@ func (p *modelPlan) newGuides(seed uint64) ([]Guide, error) {
 					return nil, err
 				}
 				fillNormal(g.X.Value.Data, scale, rng)
+				p.initLogits(g.X.Value.Data, ps)
 				guides = append(guides, g)
 			case GuideRounding:
 				g, err := NewRounding(ps.Name, ps.B(), ps.N, ps.Masks, o.RoundStd0, o.RoundTau, o.RoundPriorStd, o.Iters)
@@ -125,10 +206,17 @@ func (p *modelPlan) newGuides(seed uint64) ([]Guide, error) {
 					return nil, fmt.Errorf("vi: FitModel: site %q: %w", ps.Name, err)
 				}
 				fillNormal(g.Theta.Value.Data, scale, rng)
+				p.initLogits(g.Theta.Value.Data, ps)
 				guides = append(guides, g)
 			}
 		case *models.RealSite:
-			guides = append(guides, newRealNormal(s, scale, rng))
+			g := newRealNormal(s, scale, rng)
+			if o.Init != nil {
+				if x, ok := o.Init.Reals[s.Name]; ok {
+					copy(g.Mu.Value.Data, x)
+				}
+			}
+			guides = append(guides, g)
 		}
 	}
 	return guides, nil

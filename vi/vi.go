@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/permlab/permlab/ad"
@@ -15,9 +17,9 @@ import (
 // Model is a probabilistic model p(y, z) with its data held inside.
 type Model interface {
 	// LogLik returns log p(y | z) for each of the K samples in z, as a Var
-	// of shape (K) (or a scalar when K = 1). z holds one Var per guide,
-	// keyed by the guide's Name, each with the K samples on its leading
-	// axis.
+	// of shape (K) (or a scalar when K = 1); ELBO reports any other shape
+	// as an error. z holds one Var per guide, keyed by the guide's Name,
+	// each with the K samples on its leading axis.
 	LogLik(t *ad.Tape, z Sample) *ad.Var
 }
 
@@ -84,8 +86,8 @@ func ELBO(t *ad.Tape, m Model, guides []Guide, s Step) (elbo, loglik, div *ad.Va
 	if err := t.Err(); err != nil {
 		return nil, nil, nil, err
 	}
-	if ll == nil || (ll.Size() != s.K && ll.Size() != 1) {
-		return nil, nil, nil, fmt.Errorf("vi: LogLik must return K = %d values", s.K)
+	if err := checkLogLikShape(ll, s.K); err != nil {
+		return nil, nil, nil, fmt.Errorf("vi: %w", err)
 	}
 	loglik = ad.Mean(ll)
 	div = t.ConstScalar(0)
@@ -94,6 +96,39 @@ func ELBO(t *ad.Tape, m Model, guides []Guide, s Step) (elbo, loglik, div *ad.Va
 	}
 	elbo = ad.Sub(loglik, div)
 	return elbo, loglik, div, t.Err()
+}
+
+// checkLogLikShape returns an error unless ll, what a LogLik returned for k
+// samples, has shape (k): one log-likelihood per sample. Only for k = 1 is a
+// single value of another shape (a scalar) accepted. Any other shape is an
+// error rather than a silent mistake: a scalar, broadcast to the k samples,
+// would count the data k times over and fit a k-times sharper posterior.
+func checkLogLikShape(ll *ad.Var, k int) error {
+	if ll == nil {
+		return fmt.Errorf("LogLik returned nil for K = %d samples; it must return shape (K) = (%d), one value per sample", k, k)
+	}
+	shape := ll.Shape()
+	if len(shape) == 1 && shape[0] == k || k == 1 && ll.Size() == 1 {
+		return nil
+	}
+	if len(shape) == 0 {
+		return fmt.Errorf("LogLik returned a scalar for K = %d samples; it must return shape (K) = (%d), one value per sample (only K = 1 may return a scalar): sum over the data axes, not over the sample axis 0", k, k)
+	}
+	return fmt.Errorf("LogLik returned shape %s for K = %d samples; it must return shape (K) = (%d), one value per sample", formatShape(shape), k, k)
+}
+
+// formatShape writes a shape as (d0, d1, ...), and a scalar's as ().
+func formatShape(shape []int) string {
+	var b strings.Builder
+	b.WriteByte('(')
+	for i, d := range shape {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(strconv.Itoa(d))
+	}
+	b.WriteByte(')')
+	return b.String()
 }
 
 // Options configures Fit. Zero values select the documented defaults.
