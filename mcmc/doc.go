@@ -138,5 +138,27 @@
 // coordinate the rank-normalized split R̂ and the bulk ESS; for a
 // permutation site the worst of the same over the indicators "row i is on
 // the pooled mode's column" of its free rows and over the log-likelihood
-// trace. R̂ above 1.1 or ESS below 100 adds a warning to the Posterior.
+// trace. R̂ above 1.1 or ESS below 100 adds a warning to the Posterior,
+// and so does an undefined R̂ when each chain kept one value for all its
+// draws but not every chain the same one (chains stuck in different
+// states); chains that all sit on one value (a posterior concentrated on
+// one state) are not warned about.
+//
+// # Starting from variational inference
+//
+// Chains start from random admitted permutations and prior draws, from
+// ModelOptions.Init (every chain the same state) or from Inits (chain c
+// from Inits[c mod len(Inits)]). The last calibrates a variational fit:
+// vi.FitModel reports the distinct states its check polished
+// (ModelResult.Polish.States), which sit in the posterior's modes, and
+// chains started there need a short burn-in only:
+//
+//	q, _ := vi.FitModel(ctx, m, vi.ModelOptions{Seed: 1})
+//	cal, _ := mcmc.RunModel(ctx, m, mcmc.ModelOptions{Seed: 1, Inits: q.Polish.States(4), Burn: 50, Draws: 600})
+//
+// 650 sweeps per chain against the default 2000, with the same chains and
+// temperatures, so replica exchange still weighs the modes against each
+// other. VI's marginals are mode-seeking; these are the sampler's. How
+// close they come to the exact marginals, and at what fraction of default
+// MCMC's wall time, is measured by benchmarks/vicheck.
 package mcmc

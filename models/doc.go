@@ -110,6 +110,16 @@
 // and standard deviations, and ExactResult.Prob gives the posterior
 // probability of any joint permutation state.
 //
+// # Checking an answer against the model
+//
+// A Scorer computes J(P), the model's log posterior of its permutations
+// with the real sites integrated out (analytically for a Collapser, by
+// quadrature or Laplace's approximation otherwise), and Scorer.Polish
+// improves a state by a local search under J: swaps, 3-cycles and block
+// rearrangements within the masks and fixed rows. Engines use it to check
+// their answers (package vi does by default); users can score any two
+// candidate answers with LogJoint and compare them in nats.
+//
 // # Fast paths
 //
 // Engines evaluate LogLik on one-hot matrices when they need the value at an

@@ -186,11 +186,23 @@ func (sc *Scorer) checkState(s *State) error {
 		}
 	}
 	for _, rs := range sc.spec.Reals {
-		if x := s.Reals[rs.Name]; len(x) != rs.Size() {
+		if x, ok := s.Reals[rs.Name]; ok && len(x) != rs.Size() {
 			return fmt.Errorf("models: state has %d values for real site %q, want %d", len(x), rs.Name, rs.Size())
 		}
 	}
 	return nil
+}
+
+// completed returns a copy of s in which real sites without values start
+// at zero.
+func (sc *Scorer) completed(s *State) *State {
+	c := s.Clone()
+	for _, rs := range sc.spec.Reals {
+		if _, ok := c.Reals[rs.Name]; !ok {
+			c.Reals[rs.Name] = make([]float64, rs.Size())
+		}
+	}
+	return c
 }
 
 // logLik returns the likelihood part of J at s with its real sites as they
@@ -229,14 +241,13 @@ func (sc *Scorer) permPrior(s *State) float64 {
 }
 
 // LogJoint returns J at the permutations of s (see Scorer), starting the
-// search for the real sites' maximum from their values in s. s is not
-// modified.
+// search for the real sites' maximum from their values in s (from zero for
+// a site s has no values for). s is not modified.
 func (sc *Scorer) LogJoint(s *State) (float64, error) {
 	if err := sc.checkState(s); err != nil {
 		return 0, err
 	}
-	c := s.Clone()
-	return sc.profile(c)
+	return sc.profile(sc.completed(s))
 }
 
 // profile sets the real sites of s that are not collapsed to their
@@ -436,7 +447,8 @@ func (r *PolishResult) Gain() float64 { return r.LogJoint - r.Start }
 // A pass over the swaps and 3-cycles of a permutation of size n costs
 // O(n³) evaluations; the search never enumerates the permutations, so its
 // cost grows polynomially in n, and it finds a local, not necessarily the
-// global, maximum. s is not modified.
+// global, maximum. s is not modified; real sites it has no values for
+// start at zero.
 func (sc *Scorer) Polish(s *State, o PolishOptions) (*PolishResult, error) {
 	if err := sc.checkState(s); err != nil {
 		return nil, err
@@ -458,7 +470,7 @@ func (sc *Scorer) Polish(s *State, o PolishOptions) (*PolishResult, error) {
 		o.MaxPasses = 100 * (nmax + 1)
 	}
 	evals0 := sc.evals
-	cur := s.Clone()
+	cur := sc.completed(s)
 	j, err := sc.profile(cur)
 	if err != nil {
 		return nil, err

@@ -392,19 +392,29 @@ func (p *modelPlan) applyPolish(res *ModelResult) {
 			"%s: the answer is %.3g nats (more than %g) more probable than fit %d's own mode, so its marginals are centred on the wrong permutation; trust the mode, not the marginals, or calibrate them with MCMC started from the polished states (mcmc.ModelOptions.Inits = Polish.States)",
 			who, rep.Gain, w, res.Best))
 	}
-	// Fits that end in different modes: the objective has several optima
-	// and one fit's marginals cover at most one of them.
+	// Several modes: fits that end in different states, or a search that
+	// ends in another local maximum nearly as probable as the answer. A
+	// local maximum differs from the answer by more than one move, so such
+	// a state is a separate mode, and one fit's marginals cover at most one.
 	var ends []string
-	for i := range res.Starts {
-		s := p.bestOfFit(rep, i)
-		if s != nil && !samePerms(s.State, rep.State) {
-			ends = append(ends, fmt.Sprintf("fit %d at %.3g nats below", i, rep.LogJoint-s.LogJoint))
+	if res.Starts > 1 {
+		for i := range res.Starts {
+			s := p.bestOfFit(rep, i)
+			if s != nil && !samePerms(s.State, rep.State) {
+				ends = append(ends, fmt.Sprintf("fit %d ended %.3g nats below", i, rep.LogJoint-s.LogJoint))
+			}
 		}
 	}
-	if len(ends) > 0 && res.Starts > 1 {
+	for _, c := range rep.Candidates {
+		if c.LogJoint > rep.LogJoint-w && !samePerms(c.State, rep.State) {
+			ends = append(ends, fmt.Sprintf("%s ended in another mode %.3g nats below", c.From, rep.LogJoint-c.LogJoint))
+			break // candidates are sorted: this is the closest
+		}
+	}
+	if len(ends) > 0 {
 		post.Warnings = append(post.Warnings, fmt.Sprintf(
-			"the fits ended in different modes after polishing (%s): the posterior has several modes and the marginals of one fit cover at most one",
-			strings.Join(ends, ", ")))
+			"the posterior has several modes (%s): the marginals of one fit cover at most one of them; calibrate them with MCMC started from the polished states (mcmc.ModelOptions.Inits = Polish.States)",
+			strings.Join(ends, "; ")))
 	}
 }
 

@@ -23,8 +23,10 @@ func TestRun(t *testing.T) {
 			rows++
 		}
 	}
-	assert.Equal(t, 3, rows, "one row per method")
+	assert.Equal(t, 5, rows, "one row per method")
 	assert.Contains(t, out, "| exact enumeration |")
+	assert.Contains(t, out, "| VI + calibration |")
+	assert.Contains(t, out, "VI's check: the answer came from")
 }
 
 func TestRunErrors(t *testing.T) {
