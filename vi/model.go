@@ -271,11 +271,18 @@ func FitModel(ctx context.Context, m models.Model, o ModelOptions) (*ModelResult
 				return nil, err
 			}
 		}
-		if rep, err = plan.polish(ctx, m, posts); err != nil {
+		rep, err = plan.polish(ctx, m, posts)
+		switch {
+		case err != nil && ctx.Err() != nil:
 			return nil, err
+		case err != nil:
+			// The fit stands; the reader is told it is unchecked.
+			plan.warnings = append(plan.warnings, fmt.Sprintf("the answer could not be checked against the model (%v); the mode is the matching of the marginals of the fit with the best ELBO", err))
+			rep = nil
+		default:
+			best = rep.chooseFit()
+			post = posts[best]
 		}
-		best = rep.chooseFit()
-		post = posts[best]
 	} else if !o.Polish.Off {
 		plan.notes = append(plan.notes, "the answer was not checked against the model: "+why)
 	}
@@ -623,6 +630,7 @@ func (p *modelPlan) freshELBO(m Model, guides []Guide) (mean, stderr float64, er
 func (p *modelPlan) annotate(res *ModelResult) {
 	post := res.Posterior
 	post.Notes = append(post.Notes, p.notes...)
+	post.Warnings = append(post.Warnings, p.warnings...)
 	if res.Starts > 1 && res.Polish != nil {
 		post.Notes = append(post.Notes, fmt.Sprintf(
 			"kept fit %d of %d by the log joint its polished mode and draws reached: %.4g (all fits: %s; fresh %d-sample ELBO estimates: %s)",
@@ -663,7 +671,8 @@ const (
 	seedSteps
 	seedELBO
 	seedDraws
-	seedCheck // FitModel's preflight check of LogLik
+	seedCheck  // FitModel's preflight check of LogLik
+	seedPolish // the random restarts and blocks of the check of the answer
 )
 
 // deriveSeed returns the seed of stream (kind, i) of a run with the given

@@ -17,11 +17,12 @@ import (
 // options: the guide of every site, its temperatures, and the notes that
 // say what the fit targets.
 type modelPlan struct {
-	spec  *models.Spec
-	o     ModelOptions
-	kinds map[string]GuideKind
-	tau   map[string]optim.Schedule // GS guides' temperatures
-	notes []string
+	spec     *models.Spec
+	o        ModelOptions
+	kinds    map[string]GuideKind
+	tau      map[string]optim.Schedule // GS guides' temperatures
+	notes    []string
+	warnings []string
 }
 
 func newModelPlan(spec *models.Spec, o ModelOptions) (*modelPlan, error) {

@@ -101,10 +101,6 @@ type PolishReport struct {
 	Elapsed time.Duration
 }
 
-// seedPolish is the stream of deriveSeed for the random restarts and blocks
-// of the check.
-const seedPolish = seedDraws + 1
-
 // PolishCandidate is one local search of the check.
 type PolishCandidate struct {
 	From string

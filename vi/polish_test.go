@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/permlab/permlab/ad"
 	"github.com/permlab/permlab/mcmc"
 	"github.com/permlab/permlab/models"
 	"github.com/permlab/permlab/models/matching"
@@ -200,4 +201,33 @@ func TestCheckWarnsOfASecondMode(t *testing.T) {
 	tv, err := cal.Posterior.Perms["P"].MaxRowTV(ex.Perms["P"])
 	require.NoError(t, err)
 	require.Less(t, tv, 0.05)
+}
+
+// nanOnHard is point matching whose likelihood is NaN on one-hot
+// permutations (it takes log P), as a model written only for relaxed
+// values might be: the fit stands and says it could not be checked.
+type nanOnHard struct{ pr *matching.Problem }
+
+func (m nanOnHard) Sites() []models.Site { return m.pr.Sites() }
+
+func (m nanOnHard) LogLik(t *ad.Tape, z *models.Sample) *ad.Var {
+	ll := m.pr.LogLik(t, z)
+	if z.Hard() {
+		return ad.Add(ll, ad.Scale(ll, math.NaN()))
+	}
+	return ll
+}
+
+func TestCheckThatFailsLeavesTheFit(t *testing.T) {
+	pr, err := matching.Generate(matching.Config{N: 5, Sigma: 0.1, Seed: 1})
+	require.NoError(t, err)
+	res, err := vi.FitModel(context.Background(), nanOnHard{pr}, vi.ModelOptions{Seed: 1, Steps: 200})
+	require.NoError(t, err)
+	assert.Nil(t, res.Polish)
+	assert.True(t, hasWarning(res.Posterior, "could not be checked"), "warnings: %v", res.Posterior.Warnings)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, err = vi.FitModel(ctx, pr, vi.ModelOptions{Seed: 1, Steps: 200})
+	require.Error(t, err, "a cancelled fit is an error, not a warning")
 }

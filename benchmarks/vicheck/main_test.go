@@ -57,12 +57,25 @@ func TestGoal(t *testing.T) {
 	require.GreaterOrEqual(t, float64(right), 0.9*float64(sets), "VI right in %d of %d data sets", right, sets)
 }
 
-// TestTables prints the committed results, which the README quotes.
-func TestTables(t *testing.T) {
+// TestReadme checks that README.md holds the tables exactly as -table
+// prints them from the committed results, and that the root README quotes
+// their summary lines, so that no number there is copied by hand.
+func TestReadme(t *testing.T) {
 	var out bytes.Buffer
 	require.NoError(t, printTables(&out, "results"))
-	require.Contains(t, out.String(), "### Against exact enumeration")
-	require.Contains(t, out.String(), "### Against long MCMC")
+	tables := out.String()
+	require.Contains(t, tables, "### Against exact enumeration")
+	require.Contains(t, tables, "### Against long MCMC")
+	readme, err := os.ReadFile("README.md")
+	require.NoError(t, err)
+	require.Contains(t, string(readme), tables, "README.md must hold the output of -table")
+	root, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	require.NoError(t, err)
+	for _, line := range strings.Split(tables, "\n") {
+		if strings.HasPrefix(line, "All ") {
+			require.Contains(t, strings.Join(strings.Fields(string(root)), " "), line, "the root README quotes the summary")
+		}
+	}
 }
 
 func TestFlags(t *testing.T) {
