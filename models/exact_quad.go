@@ -84,6 +84,7 @@ type realQuad struct {
 	thetas, vals  []float64
 	pts, fs, gs   []float64
 	order         int
+	calls         int // integrand evaluations so far (each grid point counts)
 }
 
 func newRealQuad(m Model, spec *Spec, free []*RealSite, col CollapsedLikelihood, t *ad.Tape, s *State) *realQuad {
@@ -118,6 +119,7 @@ func (q *realQuad) set(theta []float64) {
 // value returns log p(y | s, θ) + log p(θ), the integrand's log, without a
 // tape when the model offers a fast path.
 func (q *realQuad) value(theta []float64) (float64, error) {
+	q.calls++
 	q.set(theta)
 	var ll float64
 	var err error
@@ -176,6 +178,7 @@ func (q *realQuad) values(thetas, out []float64) error {
 // their sum has the per-sample gradients as its rows).
 func (q *realQuad) tapeEval(pts, f, g []float64) error {
 	d, k := q.d, len(f)
+	q.calls += k
 	t := q.t
 	t.Reset()
 	z := NewSample(t, q.spec, k, true)

@@ -1,6 +1,7 @@
 package models
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math"
@@ -28,8 +29,9 @@ import (
 // up to the constants of uniform priors. The real sites θ are integrated
 // out in one of three ways:
 //
-//   - collapsed: where the model implements Collapser, the sites it names
-//     are integrated out analytically by CollapsedLogLik;
+//   - collapsed: where the model implements CollapsedLikelihood (as every
+//     Collapser does), the sites it names are integrated out analytically
+//     by CollapsedLogLik;
 //   - by quadrature: when the other real sites have at most
 //     MaxExactRealDims coordinates in all, by the adaptive Gauss-Hermite
 //     quadrature of Exact, so that J is Exact's log weight and differences
@@ -59,10 +61,10 @@ type Scorer struct {
 	m        Model
 	spec     *Spec
 	t        *ad.Tape
-	col      Collapser   // nil when nothing is collapsed
-	sd       SwapDeltaer // nil when swaps need full evaluations
-	profiled []*RealSite // real sites integrated numerically or profiled
-	dims     int         // their coordinates in all
+	col      CollapsedLikelihood // nil when nothing is collapsed
+	sd       SwapDeltaer         // nil when swaps need full evaluations
+	profiled []*RealSite         // real sites integrated numerically or profiled
+	dims     int                 // their coordinates in all
 	slots    []polishSlot
 	evals    int
 }
@@ -91,9 +93,9 @@ func NewScorer(m Model) (*Scorer, error) {
 	}
 	sc := &Scorer{m: m, spec: spec, t: ad.NewTape()}
 	collapsed := map[string]bool{}
-	if col, ok := m.(Collapser); ok && len(spec.Perms) > 0 {
+	if col, ok := m.(CollapsedLikelihood); ok && len(spec.Perms) > 0 {
 		names := col.CollapsedSites()
-		if err := spec.CheckNames("Collapser.CollapsedSites", names); err != nil {
+		if err := spec.CheckNames("CollapsedSites", names); err != nil {
 			return nil, err
 		}
 		for _, n := range names {
@@ -143,7 +145,7 @@ func NewScorer(m Model) (*Scorer, error) {
 func (sc *Scorer) Spec() *Spec { return sc.spec }
 
 // Collapsed reports whether the model integrates some real sites out
-// analytically (Collapser).
+// analytically (CollapsedLikelihood).
 func (sc *Scorer) Collapsed() bool { return sc.col != nil }
 
 // Integration says how J treats the real sites that are not collapsed:
@@ -291,7 +293,7 @@ func (sc *Scorer) integrate(s *State) (float64, error) {
 		logI = f + float64(sc.dims)/2*math.Log(2*math.Pi) - chol.LogDet()/2
 	}
 	q.set(q.theta)
-	sc.evals++
+	sc.evals += q.calls
 	if math.IsNaN(logI) {
 		return 0, errors.New("models: the integrated log joint is NaN")
 	}
@@ -411,7 +413,8 @@ type PolishOptions struct {
 	// turns block moves off.
 	Blocks int
 	// MaxPasses bounds the passes over the neighbourhoods (each pass
-	// applies every improving move it meets); 0 means 100·(n+1) for the
+	// applies every improving move it meets), and separately the rounds of
+	// moves and integration of the real sites; 0 means 100·(n+1) for the
 	// largest permutation size n, far more than a search ever uses.
 	MaxPasses int
 	// Seed chooses the random blocks.
@@ -448,8 +451,9 @@ func (r *PolishResult) Gain() float64 { return r.LogJoint - r.Start }
 // O(n³) evaluations; the search never enumerates the permutations, so its
 // cost grows polynomially in n, and it finds a local, not necessarily the
 // global, maximum. s is not modified; real sites it has no values for
-// start at zero.
-func (sc *Scorer) Polish(s *State, o PolishOptions) (*PolishResult, error) {
+// start at zero. A cancelled ctx ends the search after the current pass
+// with its error.
+func (sc *Scorer) Polish(ctx context.Context, s *State, o PolishOptions) (*PolishResult, error) {
 	if err := sc.checkState(s); err != nil {
 		return nil, err
 	}
@@ -488,6 +492,9 @@ func (sc *Scorer) Polish(s *State, o PolishOptions) (*PolishResult, error) {
 		}
 		moves := ls.moves
 		for pass := 0; pass < o.MaxPasses; pass++ {
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
 			improved, err := ls.pass()
 			if err != nil {
 				return nil, err

@@ -1,6 +1,7 @@
 package models_test
 
 import (
+	"context"
 	"fmt"
 	"math/rand/v2"
 
@@ -42,7 +43,7 @@ func ExampleScorer_Polish() {
 	rng := rand.New(rand.NewPCG(1, 1))
 	for k := range 4 {
 		start := &models.State{Perms: map[string][]perm.Perm{"P": {perm.Random(7, rng)}}}
-		res, err := sc.Polish(start, models.PolishOptions{Seed: uint64(k)})
+		res, err := sc.Polish(context.Background(), start, models.PolishOptions{Seed: uint64(k)})
 		if err != nil {
 			fmt.Println(err)
 			return

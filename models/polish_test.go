@@ -1,6 +1,7 @@
 package models
 
 import (
+	"context"
 	"errors"
 	"math"
 	"math/rand/v2"
@@ -149,7 +150,7 @@ func TestPolishEndsAtALocalMaximumWithinTheConstraints(t *testing.T) {
 		rng := rand.New(rand.NewPCG(seed, 3))
 		start, err := RandomAdmitted(spec.Perms[0].Masks[0], rng)
 		require.NoError(t, err)
-		res, err := sc.Polish(permState(start), PolishOptions{Seed: seed})
+		res, err := sc.Polish(context.Background(), permState(start), PolishOptions{Seed: seed})
 		require.NoError(t, err)
 		q := res.State.Perms["P"][0]
 		require.NoError(t, q.Validate())
@@ -185,7 +186,7 @@ func TestPolishFindsTheMAP(t *testing.T) {
 		for r := range 4 {
 			start, err := RandomAdmitted(sc.Spec().Perms[0].Masks[0], rng)
 			require.NoError(t, err)
-			res, err := sc.Polish(permState(start), PolishOptions{Seed: uint64(r)})
+			res, err := sc.Polish(context.Background(), permState(start), PolishOptions{Seed: uint64(r)})
 			require.NoError(t, err)
 			if best == nil || res.LogJoint > best.LogJoint {
 				best = res
@@ -207,9 +208,9 @@ func TestPolishFastPathsAgree(t *testing.T) {
 		scF, err := NewScorer(fast)
 		require.NoError(t, err)
 		start := perm.Random(9, rand.New(rand.NewPCG(seed, 9)))
-		a, err := scS.Polish(permState(start), PolishOptions{Seed: 1})
+		a, err := scS.Polish(context.Background(), permState(start), PolishOptions{Seed: 1})
 		require.NoError(t, err)
-		b, err := scF.Polish(permState(start), PolishOptions{Seed: 1})
+		b, err := scF.Polish(context.Background(), permState(start), PolishOptions{Seed: 1})
 		require.NoError(t, err)
 		require.Equal(t, a.State.Perms["P"][0], b.State.Perms["P"][0])
 		require.InDelta(t, a.LogJoint, b.LogJoint, 1e-9)
@@ -250,7 +251,7 @@ func TestLogJointIntegratesRealSites(t *testing.T) {
 	w, _ := want(p)
 	require.InDelta(t, w, j, 1e-6)
 
-	res, err := sc.Polish(s, PolishOptions{})
+	res, err := sc.Polish(context.Background(), s, PolishOptions{})
 	require.NoError(t, err)
 	require.GreaterOrEqual(t, res.LogJoint, j)
 	w, cStar := want(res.State.Perms["P"][0])
@@ -263,7 +264,7 @@ func TestPolishIsDeterministic(t *testing.T) {
 	run := func() *PolishResult {
 		sc, err := NewScorer(m)
 		require.NoError(t, err)
-		res, err := sc.Polish(permState(perm.Identity(9)), PolishOptions{Seed: 7})
+		res, err := sc.Polish(context.Background(), permState(perm.Identity(9)), PolishOptions{Seed: 7})
 		require.NoError(t, err)
 		return res
 	}
@@ -289,19 +290,133 @@ func TestPolishErrors(t *testing.T) {
 		"forbidden": permState(forbidden),
 		"missing":   {Perms: map[string][]perm.Perm{}},
 	} {
-		_, err := sc.Polish(s, PolishOptions{})
+		_, err := sc.Polish(context.Background(), s, PolishOptions{})
 		require.Error(t, err, name)
 		_, err = sc.LogJoint(s)
 		require.Error(t, err, name)
 	}
 	start, err := RandomAdmitted(sc.Spec().Perms[0].Masks[0], rand.New(rand.NewPCG(1, 1)))
 	require.NoError(t, err)
-	_, err = sc.Polish(permState(start), PolishOptions{MaxBlock: 1})
+	_, err = sc.Polish(context.Background(), permState(start), PolishOptions{MaxBlock: 1})
 	require.ErrorContains(t, err, "MaxBlock")
-	_, err = sc.Polish(permState(start), PolishOptions{MaxPasses: -1})
+	_, err = sc.Polish(context.Background(), permState(start), PolishOptions{MaxPasses: -1})
 	require.ErrorContains(t, err, "MaxPasses")
 
 	gs := siteList{&PermSite{Name: "P", N: 3, Prior: GumbelSinkhornPrior{Tau: 1}}}
 	_, err = NewScorer(gs)
 	require.ErrorContains(t, err, "tractable")
+}
+
+func TestPolishHonoursCancellation(t *testing.T) {
+	m, _ := newPairModel(8, 1, false)
+	sc, err := NewScorer(m)
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, err = sc.Polish(ctx, permState(perm.Identity(8)), PolishOptions{})
+	require.ErrorIs(t, err, context.Canceled)
+}
+
+// wideSite is a model with a real site too large to integrate: J is then
+// the profile, max over w of −½‖w − a‖² + log N(w; 0, 1) plus the
+// permutation's score, whose maximum w = a/2 is known.
+type wideSite struct {
+	pointMatch
+	a []float64
+}
+
+func (m *wideSite) Sites() []Site {
+	return append(m.pointMatch.Sites(), &RealSite{Name: "w", Shape: []int{len(m.a)}, Prior: Normal{Sigma: 1}})
+}
+
+func (m *wideSite) LogLik(t *ad.Tape, z *Sample) *ad.Var {
+	k := z.K()
+	r := ad.Sub(z.Real("w"), t.Const(&ad.Tensor{Shape: []int{len(m.a)}, Data: m.a}))
+	return ad.Add(m.pointMatch.LogLik(t, z), ad.Scale(ad.SumAxis(ad.Reshape(ad.Square(r), k, -1), 1), -0.5))
+}
+
+func TestLogJointProfilesBeyondLaplace(t *testing.T) {
+	d := MaxLaplaceDims + 1
+	m := &wideSite{pointMatch: *newPointMatch(5, 2), a: make([]float64, d)}
+	for k := range m.a {
+		m.a[k] = math.Sin(float64(k))
+	}
+	sc, err := NewScorer(m)
+	require.NoError(t, err)
+	require.Equal(t, "profile", sc.Integration())
+	p := perm.Random(5, rand.New(rand.NewPCG(3, 3)))
+	j, err := sc.LogJoint(permState(p))
+	require.NoError(t, err)
+	pm, err := NewScorer(&m.pointMatch)
+	require.NoError(t, err)
+	want, err := pm.LogJoint(permState(p))
+	require.NoError(t, err)
+	w := make([]float64, d)
+	for k := range w {
+		w[k] = m.a[k] / 2
+		want -= 0.5 * (w[k] - m.a[k]) * (w[k] - m.a[k])
+	}
+	want += Normal{Sigma: 1}.LogProb(w)
+	require.InDelta(t, want, j, 1e-6)
+}
+
+// rankPrior is a tractable non-uniform prior on permutations: log p(σ) =
+// −λ Σ_i |σ(i) − i|, favouring permutations near the identity.
+type rankPrior struct{ lambda float64 }
+
+func (rankPrior) Validate(int) error { return nil }
+func (rankPrior) Tractable() bool    { return true }
+func (r rankPrior) LogMass(p []int) float64 {
+	s := 0.0
+	for i, j := range p {
+		s += math.Abs(float64(j - i))
+	}
+	return -r.lambda * s
+}
+func (rankPrior) String() string { return "rank prior" }
+
+type priorMatch struct{ pointMatch }
+
+func (m *priorMatch) Sites() []Site {
+	s := m.pointMatch.Sites()
+	s[0].(*PermSite).Prior = rankPrior{0.8}
+	return s
+}
+
+type priorFastMatch struct{ fastMatch }
+
+func (m *priorFastMatch) Sites() []Site {
+	s := m.fastMatch.Sites()
+	s[0].(*PermSite).Prior = rankPrior{0.8}
+	return s
+}
+
+// TestPolishCountsThePrior: with a non-uniform permutation prior the swap
+// fast path adds the prior's change, and reaches what full evaluations
+// reach; the prior moves the answer towards the identity.
+func TestPolishCountsThePrior(t *testing.T) {
+	for seed := uint64(1); seed <= 4; seed++ {
+		slow := &priorMatch{*newPointMatch(8, seed)}
+		fast := &priorFastMatch{fastMatch{*newPointMatch(8, seed)}}
+		scS, err := NewScorer(slow)
+		require.NoError(t, err)
+		scF, err := NewScorer(fast)
+		require.NoError(t, err)
+		start := permState(perm.Random(8, rand.New(rand.NewPCG(seed, 4))))
+		a, err := scS.Polish(context.Background(), start, PolishOptions{Seed: 1})
+		require.NoError(t, err)
+		b, err := scF.Polish(context.Background(), start, PolishOptions{Seed: 1})
+		require.NoError(t, err)
+		require.Equal(t, a.State.Perms, b.State.Perms)
+		require.InDelta(t, a.LogJoint, b.LogJoint, 1e-9)
+		ex, err := Exact(slow)
+		require.NoError(t, err)
+		lp, err := ex.LogProb(a.State)
+		require.NoError(t, err)
+		lpMAP, err := ex.LogProb(ex.MAP)
+		require.NoError(t, err)
+		jMAP, err := scS.LogJoint(ex.MAP)
+		require.NoError(t, err)
+		require.InDelta(t, lpMAP-lp, jMAP-a.LogJoint, 1e-9, "J differences are exact log odds, prior included")
+	}
 }

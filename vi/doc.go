@@ -101,10 +101,9 @@
 //
 // The ELBO is a relaxed objective: it scores soft matrices and a factorised
 // family, and cannot see how probable the hard permutation a fit reports
-// is. On small models VI settled, confidently and without a sign, in a
-// permutation tens to hundreds of nats less probable than the exact mode
-// (permutation regression: its mode was the exact one in 5 of 14 data sets
-// of benchmarks/vicheck before this check; see that command's results).
+// is. On small models the plain method settles, confidently and without a
+// sign, in permutations tens to hundreds of nats less probable than the
+// exact mode (benchmarks/vicheck counts how often, family by family).
 // The model itself can tell: its likelihood accepts one-hot permutations.
 // So FitModel checks its answer by default (ModelOptions.Polish):
 //
@@ -130,30 +129,35 @@
 // cover one of several modes, and only Mode is to be trusted.
 //
 // What it guarantees. The answer is a local maximum of J under those
-// moves, never less probable than the fit's own mode, and its J is exact
-// (up to the Laplace approximation where that is used). It is not a proof
-// of the global maximum: the search never enumerates (that is models.Exact's
-// job), so its cost grows polynomially, O(n³) evaluations per pass over the
-// 3-cycles of a permutation of size n. On the four families of
-// benchmarks/vicheck (n = 6 and 8, five data sets per setting, checked
-// against exact enumeration) the answer was the exact mode, or at least 0.9
-// of its probability, in every data set, and never wrong without a warning;
-// at n = 20 and 40 it was never more than 1 nat below the best state of
-// long MCMC runs. The results files and the command that regenerates them
-// are in benchmarks/vicheck.
+// moves and never less probable than the fit's own mode. J is exact where
+// the real sites are collapsed or integrated by quadrature, exact for
+// sites that enter linearly with Gaussian noise under Laplace's
+// approximation, approximate for other Laplace sites, and a profile (the
+// maximum over the sites, which flatters permutations they can be fitted
+// to) beyond models.MaxLaplaceDims coordinates; ModelResult.Polish says
+// which. The answer is not proven to be the global maximum: the search
+// never enumerates (that is models.Exact's job), so its cost grows
+// polynomially, O(n³) evaluations per pass over the 3-cycles of a
+// permutation of size n, and a search can end in the wrong mode
+// (models.ExampleScorer_Polish shows one). How often the answer is the
+// exact mode, and how often a wrong one comes without a warning, is
+// measured family by family by benchmarks/vicheck, against exact
+// enumeration for n ≤ 8 and against long MCMC runs at n = 20 and 40; its
+// README has the tables and the command that regenerates them.
 //
-// What it costs. Tens of milliseconds on those models, a few percent of a
-// fit (ModelResult.Polish.Elapsed); more where the likelihood has no fast
-// path and n is large. Polish.Off restores the paper's plain method, fits
-// ranked by their ELBO and Mode the matching of the marginals.
+// What it costs. ModelResult.Polish.Elapsed and Evals: on the models of
+// benchmarks/vicheck a small part of the fit's own time, more where the
+// likelihood has no fast path and n is large. Polish.Off restores the
+// paper's plain method, fits ranked by their ELBO and Mode the matching of
+// the marginals.
 //
 // Which engine to use. VI with the check when a point estimate of the
 // permutation is what matters and the model is large. Its marginals are
 // mode-seeking and overconfident (on the tutorial 0.99 where the truth is
 // 0.70); for calibrated marginals, start MCMC from the polished states,
 // mcmc.ModelOptions{Inits: res.Polish.States(4), Burn: 50, Draws: 600},
-// which on the same models reached row TV ≤ 0.05 to the exact marginals
-// with under a third of default MCMC's sweeps. Default MCMC when the model
+// a fraction of default MCMC's sweeps (benchmarks/vicheck measures the
+// distance to the exact marginals and the time). Default MCMC when the model
 // is small or its swap moves are cheap (a few microseconds each, as for
 // point matching, where it is faster than VI). models.Exact when n is small
 // enough to enumerate: it is the ground truth.

@@ -116,14 +116,17 @@ type ModelOptions struct {
 	Init *models.State
 
 	// Starts is the number of fits run from different random
-	// initialisations (multi-start); the one with the highest fresh ELBO
-	// estimate is kept. Default 1.
+	// initialisations (multi-start); the one whose polished states reach
+	// the highest log posterior is kept (with Polish.Off, the one with the
+	// highest fresh ELBO estimate). Default 1.
 	Starts int
 	// Workers is the number of fits run at once when Starts > 1 and there
-	// are no restarts; 0 means GOMAXPROCS. The fits are independent and
-	// their seeds depend on their index only, so the result does not
-	// depend on Workers; the model's LogLik must then be safe for
-	// concurrent use with different tapes (as mcmc.RunModel requires too).
+	// are no restarts, and of the check's local searches; 0 means
+	// GOMAXPROCS. The fits and searches are independent and their seeds
+	// depend on their index only, so the result does not depend on
+	// Workers. Unless Workers is 1, the model's methods (LogLik and its
+	// fast paths) must be safe for concurrent use with different tapes, as
+	// mcmc.RunModel requires too.
 	Workers int
 	// Restart, if its Window is > 0, ends a fit early once its ELBO stops
 	// improving and spends the steps saved on further fits.
@@ -188,7 +191,8 @@ type ModelResult struct {
 	FinalELBO, FinalELBOStdErr float64
 	// Starts is the number of fits run, restarts included; FitELBO and
 	// FitSteps hold the fresh ELBO estimate and the steps of each, and
-	// Best the index of the chosen one.
+	// Best the index of the chosen one (by Polish.FitLogJoint when the
+	// answer was checked, by FitELBO otherwise).
 	Starts   int
 	FitELBO  []float64
 	FitSteps []int
@@ -216,9 +220,19 @@ type ModelResult struct {
 // uniform prior, which the result's notes state), the closed-form Gaussian
 // KL for a real site with a models.Normal prior and a Monte Carlo log-ratio
 // for other real priors. With Starts > 1 or restarts several fits run from
-// different random initialisations and the one with the highest fresh
-// ELBO estimate is kept. The permutation marginals are the frequencies of
-// hard draws from the chosen fit (see the package documentation).
+// different random initialisations. The permutation marginals are the
+// frequencies of hard draws from the chosen fit (see the package
+// documentation).
+//
+// After the fits FitModel checks its answer against the model (Polish, on
+// by default; see the package documentation, "Checking the answer"): each
+// fit's mode and some of its draws, and a few random permutations, are
+// improved by a local search under the model's log posterior of the
+// permutations, the fit whose states reach the highest value is kept, and
+// the most probable state found becomes the mode. Warnings say when that
+// state is far more probable than the fit's own mode, or when searches end
+// in different modes. With the check off, the fit with the highest fresh
+// ELBO estimate is kept and the mode is the matching of its marginals.
 //
 // Before the first fit FitModel checks the model's LogLik once on relaxed
 // samples of its guides, at a number of samples K that is no site's

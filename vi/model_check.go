@@ -30,7 +30,7 @@ import (
 //     the sites have in a Sample;
 //   - it returns shape (K), one value per sample;
 //   - the samples are independent: changing sample j of one site, and
-//     nothing else, changes entry j of the result and no other, and
+//     nothing else, changes no entry of the result but entry j, and
 //     sample j evaluated alone (K = 1) gives entry j again.
 //
 // The values are relaxed samples of the fit's own guides (of another seed

@@ -34,9 +34,9 @@ type Polish struct {
 	// polished besides the fit's mode; 0 means 4, a negative value none.
 	Draws int
 	// Restarts is the number of local searches started from random
-	// admitted permutations, independently of every fit, so that a fit
-	// that settled in the wrong mode is caught; 0 means 4, a negative value
-	// none.
+	// admitted permutations (with the real sites at the first fit's means),
+	// so that a fit that settled in the wrong mode is caught; 0 means 4, a
+	// negative value none.
 	Restarts int
 	// WarnNats is the threshold of the warning that polishing moved the
 	// fit's mode; 0 means DefaultPolishWarnNats.
@@ -89,6 +89,10 @@ type PolishReport struct {
 	FitLogJoint []float64
 	// Candidates are every polished start, most probable first.
 	Candidates []PolishCandidate
+	// Failed lists the searches that could not evaluate the model (for
+	// example a quadrature that did not converge far from the posterior),
+	// with their errors; the check stands on the others.
+	Failed []string
 	// Collapsed reports whether the model integrates real sites out
 	// analytically (models.Collapser), and Integration how J treats the
 	// others (models.Scorer.Integration: "none", "quadrature", "Laplace"
@@ -104,20 +108,32 @@ type PolishReport struct {
 // PolishCandidate is one local search of the check.
 type PolishCandidate struct {
 	From string
-	// Fit is the fit it started from, -1 for a random restart.
-	Fit int
+	// Fit is the fit it started from, -1 for a random restart; Draw the
+	// index of the fit's draw it started from, -1 for the fit's mode (and
+	// for a restart).
+	Fit, Draw int
 	// Start and LogJoint are J before and after polishing.
 	Start, LogJoint float64
 	State           *models.State
 }
 
-// States returns up to k distinct polished states, most probable first:
-// starting points for MCMC chains that calibrate the marginals (see
-// mcmc.ModelOptions.Inits).
+// States returns up to k distinct polished states (all of them for k <= 0),
+// most probable first: starting points for MCMC chains that calibrate the
+// marginals (see mcmc.ModelOptions.Inits). A nil report (the check was off
+// or failed) has none, so that chains given them start as they would
+// without.
+//
+// When it returns a single state every chain starts there; the hot
+// replicas of replica exchange still leave it, but R̂ cannot tell whether
+// the chains would have found other modes, so a single state calls for
+// the default burn-in rather than a short one.
 func (r *PolishReport) States(k int) []*models.State {
+	if r == nil {
+		return nil
+	}
 	var out []*models.State
 	for _, c := range r.Candidates {
-		if len(out) == k {
+		if k > 0 && len(out) == k {
 			break
 		}
 		if !slices.ContainsFunc(out, func(s *models.State) bool { return samePerms(s, c.State) }) {
@@ -147,8 +163,7 @@ func samePerms(a, b *models.State) bool {
 }
 
 // polishable reports why the check cannot run on this model, or "" when it
-// can: it needs permutation sites with tractable priors and Gumbel-Sinkhorn
-// or rounding guides.
+// can: it needs permutation sites whose priors have a tractable mass.
 func (p *modelPlan) polishable() string {
 	if len(p.spec.Perms) == 0 {
 		return "the model has no permutation site"
@@ -163,10 +178,10 @@ func (p *modelPlan) polishable() string {
 
 // polishJob is one local search to run.
 type polishJob struct {
-	from  string
-	fit   int
-	state *models.State
-	seed  uint64
+	from      string
+	fit, draw int
+	state     *models.State
+	seed      uint64
 }
 
 // polish checks the fits against the model: it polishes every fit's mode
@@ -178,7 +193,7 @@ func (p *modelPlan) polish(ctx context.Context, m models.Model, posts []*models.
 	var jobs []polishJob
 	for i, post := range posts {
 		s := p.stateOf(post, func(pp *models.PermPosterior) []perm.Perm { return pp.Mode })
-		jobs = append(jobs, polishJob{from: fmt.Sprintf("fit %d mode", i), fit: i, state: s})
+		jobs = append(jobs, polishJob{from: fmt.Sprintf("fit %d mode", i), fit: i, draw: -1, state: s})
 		for d := range o.Draws {
 			s := p.stateOf(post, func(pp *models.PermPosterior) []perm.Perm {
 				if d >= len(pp.Draws) {
@@ -186,7 +201,7 @@ func (p *modelPlan) polish(ctx context.Context, m models.Model, posts []*models.
 				}
 				return pp.Draws[d]
 			})
-			jobs = append(jobs, polishJob{from: fmt.Sprintf("fit %d draw %d", i, d), fit: i, state: s})
+			jobs = append(jobs, polishJob{from: fmt.Sprintf("fit %d draw %d", i, d), fit: i, draw: d, state: s})
 		}
 	}
 	for r := range o.Restarts {
@@ -200,16 +215,16 @@ func (p *modelPlan) polish(ctx context.Context, m models.Model, posts []*models.
 		for name, x := range p.stateOf(posts[0], nil).Reals {
 			s.Reals[name] = x
 		}
-		jobs = append(jobs, polishJob{from: fmt.Sprintf("random restart %d", r), fit: -1, state: s})
+		jobs = append(jobs, polishJob{from: fmt.Sprintf("random restart %d", r), fit: -1, draw: -1, state: s})
 	}
 	for k := range jobs {
 		jobs[k].seed = deriveSeed(p.o.Seed, seedPolish, uint64(1000+k))
 	}
-	cands, evals, sc, err := p.runPolish(ctx, m, jobs)
+	cands, failed, evals, sc, err := p.runPolish(ctx, m, jobs)
 	if err != nil {
 		return nil, err
 	}
-	rep := &PolishReport{FitLogJoint: make([]float64, len(posts)), Evals: evals, Collapsed: sc.Collapsed(), Integration: sc.Integration()}
+	rep := &PolishReport{FitLogJoint: make([]float64, len(posts)), Evals: evals, Collapsed: sc.Collapsed(), Integration: sc.Integration(), Failed: failed}
 	for i := range rep.FitLogJoint {
 		rep.FitLogJoint[i] = math.Inf(-1)
 	}
@@ -238,7 +253,7 @@ func (rep *PolishReport) chooseFit() int {
 		own[i] = math.Inf(-1)
 	}
 	for _, c := range rep.Candidates {
-		if c.Fit >= 0 && c.From == fmt.Sprintf("fit %d mode", c.Fit) {
+		if c.Fit >= 0 && c.Draw < 0 {
 			own[c.Fit] = c.Start
 		}
 	}
@@ -293,41 +308,38 @@ func (p *modelPlan) stateOf(post *models.Posterior, pick func(*models.PermPoster
 }
 
 // runPolish runs the local searches on up to Workers goroutines, each with
-// a Scorer of its own, and returns the candidates in job order.
-func (p *modelPlan) runPolish(ctx context.Context, m models.Model, jobs []polishJob) (cands []PolishCandidate, evals int, sc0 *models.Scorer, err error) {
+// a Scorer of its own, and returns the candidates in job order. A search
+// that fails is left out and reported in failed; the check fails only when
+// the search from every fit's own mode failed, or when ctx is done.
+func (p *modelPlan) runPolish(ctx context.Context, m models.Model, jobs []polishJob) (cands []PolishCandidate, failed []string, evals int, sc0 *models.Scorer, err error) {
 	workers := p.o.Workers
 	if workers == 0 {
 		workers = runtime.GOMAXPROCS(0)
 	}
 	workers = max(1, min(workers, len(jobs)))
+	scorers := make([]*models.Scorer, workers)
+	for w := range scorers {
+		if scorers[w], err = models.NewScorer(m); err != nil {
+			return nil, nil, 0, nil, fmt.Errorf("vi: FitModel: polish: %w", err)
+		}
+	}
 	out := make([]PolishCandidate, len(jobs))
 	errs := make([]error, len(jobs))
-	counts := make([]int, workers)
 	var wg sync.WaitGroup
 	next := make(chan int)
-	for w := range workers {
-		sc, err := models.NewScorer(m)
-		if err != nil {
-			return nil, 0, nil, fmt.Errorf("vi: FitModel: polish: %w", err)
-		}
-		sc0 = sc
+	for _, sc := range scorers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			for k := range next {
-				if err := ctx.Err(); err != nil {
+				j := jobs[k]
+				res, err := sc.Polish(ctx, j.state, models.PolishOptions{MaxBlock: p.o.Polish.MaxBlock, Blocks: p.o.Polish.Blocks, Seed: j.seed})
+				if err != nil {
 					errs[k] = err
 					continue
 				}
-				j := jobs[k]
-				res, err := sc.Polish(j.state, models.PolishOptions{MaxBlock: p.o.Polish.MaxBlock, Blocks: p.o.Polish.Blocks, Seed: j.seed})
-				if err != nil {
-					errs[k] = fmt.Errorf("vi: FitModel: polishing %s: %w", j.from, err)
-					continue
-				}
-				out[k] = PolishCandidate{From: j.from, Fit: j.fit, Start: res.Start, LogJoint: res.LogJoint, State: res.State}
+				out[k] = PolishCandidate{From: j.from, Fit: j.fit, Draw: j.draw, Start: res.Start, LogJoint: res.LogJoint, State: res.State}
 			}
-			counts[w] = sc.Evals()
 		}()
 	}
 	for k := range jobs {
@@ -335,15 +347,31 @@ func (p *modelPlan) runPolish(ctx context.Context, m models.Model, jobs []polish
 	}
 	close(next)
 	wg.Wait()
-	for _, err := range errs {
-		if err != nil {
-			return nil, 0, nil, err
+	if err := ctx.Err(); err != nil {
+		return nil, nil, 0, nil, err
+	}
+	modes := 0
+	for k, j := range jobs {
+		switch {
+		case errs[k] == nil:
+			cands = append(cands, out[k])
+			if j.fit >= 0 && j.draw < 0 {
+				modes++
+			}
+		case j.fit >= 0 && j.draw < 0:
+			err = fmt.Errorf("polishing %s: %w", j.from, errs[k])
+			failed = append(failed, err.Error())
+		default:
+			failed = append(failed, fmt.Sprintf("polishing %s: %v", j.from, errs[k]))
 		}
 	}
-	for _, e := range counts {
-		evals += e
+	if modes == 0 {
+		return nil, nil, 0, nil, err
 	}
-	return out, evals, sc0, nil
+	for _, sc := range scorers {
+		evals += sc.Evals()
+	}
+	return cands, failed, evals, scorers[0], nil
 }
 
 // applyPolish makes the check's answer the posterior's mode and adds its
@@ -388,29 +416,36 @@ func (p *modelPlan) applyPolish(res *ModelResult) {
 			"%s: the answer is %.3g nats (more than %g) more probable than fit %d's own mode, so its marginals are centred on the wrong permutation; trust the mode, not the marginals, or calibrate them with MCMC started from the polished states (mcmc.ModelOptions.Inits = Polish.States)",
 			who, rep.Gain, w, res.Best))
 	}
-	// Several modes: fits that end in different states, or a search that
-	// ends in another local maximum nearly as probable as the answer. A
-	// local maximum differs from the answer by more than one move, so such
-	// a state is a separate mode, and one fit's marginals cover at most one.
-	var ends []string
+	// Fits that end in different states: the objective has several local
+	// optima, and the fits below the answer found worse ones.
 	if res.Starts > 1 {
+		var ends []string
 		for i := range res.Starts {
 			s := p.bestOfFit(rep, i)
 			if s != nil && !samePerms(s.State, rep.State) {
 				ends = append(ends, fmt.Sprintf("fit %d ended %.3g nats below", i, rep.LogJoint-s.LogJoint))
 			}
 		}
+		if len(ends) > 0 {
+			post.Warnings = append(post.Warnings, fmt.Sprintf(
+				"the fits ended in different states after polishing (%s): the variational objective has several local optima, and more starts may find a better one",
+				strings.Join(ends, "; ")))
+		}
 	}
+	// A search that ends in another local maximum nearly as probable as the
+	// answer: a local maximum differs from the answer by more than one
+	// move, so the posterior has a second mode, and one fit's marginals
+	// cover at most one of them.
 	for _, c := range rep.Candidates {
 		if c.LogJoint > rep.LogJoint-w && !samePerms(c.State, rep.State) {
-			ends = append(ends, fmt.Sprintf("%s ended in another mode %.3g nats below", c.From, rep.LogJoint-c.LogJoint))
+			post.Warnings = append(post.Warnings, fmt.Sprintf(
+				"the posterior has several modes: %s ended in another local maximum only %.3g nats (less than %g) below the answer, and the marginals of one fit cover at most one of them; calibrate them with MCMC started from the polished states (mcmc.ModelOptions.Inits = Polish.States)",
+				c.From, rep.LogJoint-c.LogJoint, w))
 			break // candidates are sorted: this is the closest
 		}
 	}
-	if len(ends) > 0 {
-		post.Warnings = append(post.Warnings, fmt.Sprintf(
-			"the posterior has several modes (%s): the marginals of one fit cover at most one of them; calibrate them with MCMC started from the polished states (mcmc.ModelOptions.Inits = Polish.States)",
-			strings.Join(ends, "; ")))
+	if len(rep.Failed) > 0 {
+		post.Notes = append(post.Notes, fmt.Sprintf("%d of the check's searches could not evaluate the model and were left out: %s", len(rep.Failed), strings.Join(rep.Failed, "; ")))
 	}
 }
 

@@ -150,6 +150,17 @@ func TestCheckDoesNotDependOnGOMAXPROCS(t *testing.T) {
 	assert.Equal(t, a.Polish.Candidates, b.Polish.Candidates)
 	assert.Equal(t, a.Posterior.Perms["P"].Mode, b.Posterior.Perms["P"].Mode)
 	assert.Equal(t, a.Posterior.Warnings, b.Posterior.Warnings)
+	// Nor on Workers, which runs the searches one by one or at once.
+	for _, w := range []int{1, 3} {
+		o.Workers = w
+		c := run(2)
+		assert.Equal(t, a.Polish.Candidates, c.Polish.Candidates, "Workers %d", w)
+	}
+}
+
+func TestStatesOfNoReport(t *testing.T) {
+	var rep *vi.PolishReport
+	assert.Nil(t, rep.States(4), "a fit whose check was off or failed has no polished states")
 }
 
 func TestCheckOptions(t *testing.T) {
@@ -191,7 +202,7 @@ func TestCheckWarnsOfASecondMode(t *testing.T) {
 	res, err := vi.FitModel(context.Background(), m, vi.ModelOptions{Seed: 1})
 	require.NoError(t, err)
 	require.Equal(t, ex.MAP.Perms["P"], res.Posterior.Perms["P"].Mode)
-	require.True(t, hasWarning(res.Posterior, "ended in another mode 0.655 nats below"), "warnings: %v", res.Posterior.Warnings)
+	require.True(t, hasWarning(res.Posterior, "ended in another local maximum only 0.655 nats"), "warnings: %v", res.Posterior.Warnings)
 	// Chains started from the polished states (both modes) recover the
 	// exact marginals.
 	states := res.Polish.States(4)
