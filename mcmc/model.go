@@ -285,52 +285,7 @@ func (pl *plan) checkState(what string, in *models.State) error {
 	if in == nil {
 		return nil
 	}
-	var names []string
-	for n := range in.Perms {
-		names = append(names, n)
-	}
-	for n := range in.Reals {
-		names = append(names, n)
-	}
-	slices.Sort(names)
-	if err := pl.spec.CheckNames("mcmc: RunModel: "+what, names); err != nil {
-		return err
-	}
-	for n, perms := range in.Perms {
-		site, _ := pl.spec.Lookup(n)
-		ps := pl.permSpec(n)
-		if ps == nil {
-			return fmt.Errorf("mcmc: RunModel: %s.Perms names %q, which is a %T", what, n, site)
-		}
-		if len(perms) != ps.B() {
-			return fmt.Errorf("mcmc: RunModel: %s: site %q has %d permutations, want %d", what, n, len(perms), ps.B())
-		}
-		for b, p := range perms {
-			if len(p) != ps.N || p.Validate() != nil || !ps.Masks[b].Admits(p) {
-				return fmt.Errorf("mcmc: RunModel: %s: site %q permutation %d (%v) is not a permutation of size %d that its mask and fixed rows admit", what, n, b, p, ps.N)
-			}
-		}
-	}
-	for n, x := range in.Reals {
-		site, _ := pl.spec.Lookup(n)
-		rs, ok := site.(*models.RealSite)
-		if !ok {
-			return fmt.Errorf("mcmc: RunModel: %s.Reals names %q, which is a permutation site", what, n)
-		}
-		if len(x) != rs.Size() || !allFinite(x) {
-			return fmt.Errorf("mcmc: RunModel: %s: site %q needs %d finite values, got %v", what, n, rs.Size(), x)
-		}
-	}
-	return nil
-}
-
-func (pl *plan) permSpec(name string) *models.PermSpec {
-	for _, ps := range pl.spec.Perms {
-		if ps.Name == name {
-			return ps
-		}
-	}
-	return nil
+	return pl.spec.CheckState("mcmc: RunModel: "+what, in, false)
 }
 
 // assignRealKernels decides for every real site whether it is collapsed,

@@ -167,32 +167,10 @@ func (sc *Scorer) Integration() string {
 // evaluations and swap differences alike).
 func (sc *Scorer) Evals() int { return sc.evals }
 
-// checkState validates the shape of s and that its permutations are
-// admitted.
+// checkState validates s: every permutation site given and admitted, real
+// sites of the right size if given.
 func (sc *Scorer) checkState(s *State) error {
-	if s == nil {
-		return errors.New("models: nil state")
-	}
-	for _, ps := range sc.spec.Perms {
-		perms := s.Perms[ps.Name]
-		if len(perms) != ps.B() {
-			return fmt.Errorf("models: state has %d permutations for site %q, want %d", len(perms), ps.Name, ps.B())
-		}
-		for b, p := range perms {
-			if len(p) != ps.N || p.Validate() != nil {
-				return fmt.Errorf("models: state: site %q permutation %d (%v) is not a permutation of size %d", ps.Name, b, p, ps.N)
-			}
-			if !ps.Masks[b].Admits(p) {
-				return fmt.Errorf("models: state: site %q permutation %d (%v) is not admitted by its mask and fixed rows", ps.Name, b, p)
-			}
-		}
-	}
-	for _, rs := range sc.spec.Reals {
-		if x, ok := s.Reals[rs.Name]; ok && len(x) != rs.Size() {
-			return fmt.Errorf("models: state has %d values for real site %q, want %d", len(x), rs.Name, rs.Size())
-		}
-	}
-	return nil
+	return sc.spec.CheckState("models: state", s, true)
 }
 
 // completed returns a copy of s in which real sites without values start

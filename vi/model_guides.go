@@ -78,41 +78,10 @@ func newModelPlan(spec *models.Spec, o ModelOptions) (*modelPlan, error) {
 // model, B permutations of size N that the site's masks and fixed rows
 // admit for a permutation site, Size() finite values for a real site.
 func (p *modelPlan) checkInit() error {
-	in := p.o.Init
-	if in == nil {
+	if p.o.Init == nil {
 		return nil
 	}
-	perms, reals := slices.Sorted(maps.Keys(in.Perms)), slices.Sorted(maps.Keys(in.Reals))
-	if err := p.spec.CheckNames("vi: FitModel: Init", slices.Concat(perms, reals)); err != nil {
-		return err
-	}
-	for _, n := range perms {
-		ps := p.permSpec(n)
-		if ps == nil {
-			return fmt.Errorf("vi: FitModel: Init.Perms names %q, which is a real site", n)
-		}
-		if len(in.Perms[n]) != ps.B() {
-			return fmt.Errorf("vi: FitModel: Init: site %q has %d permutations, want %d", n, len(in.Perms[n]), ps.B())
-		}
-		for b, q := range in.Perms[n] {
-			if len(q) != ps.N || q.Validate() != nil || !ps.Masks[b].Admits(q) {
-				return fmt.Errorf("vi: FitModel: Init: site %q permutation %d (%v) is not a permutation of size %d that its mask and fixed rows admit", n, b, q, ps.N)
-			}
-		}
-	}
-	for _, n := range reals {
-		site, _ := p.spec.Lookup(n)
-		rs, ok := site.(*models.RealSite)
-		if !ok {
-			return fmt.Errorf("vi: FitModel: Init.Reals names %q, which is a permutation site", n)
-		}
-		x := in.Reals[n]
-		finite := !slices.ContainsFunc(x, func(v float64) bool { return math.IsNaN(v) || math.IsInf(v, 0) })
-		if len(x) != rs.Size() || !finite {
-			return fmt.Errorf("vi: FitModel: Init: site %q needs %d finite values, got %v", n, rs.Size(), x)
-		}
-	}
-	return nil
+	return p.spec.CheckState("vi: FitModel: Init", p.o.Init, false)
 }
 
 // initMargin is the lead c = 3 + log n of the given entry of each row of
