@@ -151,14 +151,15 @@
 // from Inits[c mod len(Inits)]). The last calibrates a variational fit:
 // vi.FitModel reports the distinct states its check polished
 // (ModelResult.Polish.States), which sit in the posterior's modes, and
-// chains started there need a short burn-in only:
+// chains started there need a short burn-in and fewer temperatures
+// (CalibrationOptions):
 //
 //	q, _ := vi.FitModel(ctx, m, vi.ModelOptions{Seed: 1})
-//	cal, _ := mcmc.RunModel(ctx, m, mcmc.ModelOptions{Seed: 1, Inits: q.Polish.States(4), Burn: 50, Draws: 600})
+//	cal, _ := mcmc.RunModel(ctx, m, mcmc.CalibrationOptions(q.Polish.States(4), 1))
 //
-// 650 sweeps per chain against the default 2000, with the same chains and
-// temperatures, so replica exchange still weighs the modes against each
-// other. VI's marginals are mode-seeking; these are the sampler's. How
-// close they come to the exact marginals, and at what fraction of default
-// MCMC's wall time, is measured by benchmarks/vicheck.
+// 650 sweeps per chain at 4 temperatures against the default 2000 at 8,
+// with replica exchange still weighing the modes against each other. VI's
+// marginals are mode-seeking; these are the sampler's. How close they come
+// to the exact marginals, and at what fraction of default MCMC's wall
+// time, is measured by benchmarks/vicheck.
 package mcmc

@@ -58,6 +58,27 @@ const (
 	DefaultMaxBlock     = 4
 )
 
+// Settings of CalibrationOptions: chains started in the posterior's modes
+// need a short burn-in and fewer temperatures than a cold start.
+const (
+	CalibrationTemperatures = 4
+	CalibrationBurn         = 50
+	CalibrationDraws        = 600
+)
+
+// CalibrationOptions returns the options of chains that calibrate a
+// variational fit's marginals: DefaultChains chains started from the given
+// states (the fit's polished states, vi.PolishReport.States), with
+// CalibrationTemperatures tempered replicas, a burn-in of CalibrationBurn
+// sweeps and CalibrationDraws draws each, about a sixth of default MCMC's
+// replica sweeps. The budget was chosen on tuning data sets of
+// benchmarks/vicheck (seeds 201-203), which measures it on others. With
+// fewer than two distinct states every chain starts in the same mode;
+// prefer the defaults then (see vi.PolishReport.States).
+func CalibrationOptions(states []*models.State, seed uint64) ModelOptions {
+	return ModelOptions{Seed: seed, Inits: states, Temperatures: CalibrationTemperatures, Burn: CalibrationBurn, Draws: CalibrationDraws}
+}
+
 // ModelOptions are the settings of RunModel. The zero value gives the
 // defaults, which suit small models; every field says what 0 means.
 type ModelOptions struct {

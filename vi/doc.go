@@ -155,7 +155,7 @@
 // permutation is what matters and the model is large. Its marginals are
 // mode-seeking and overconfident (on the tutorial 0.99 where the truth is
 // 0.70); for calibrated marginals, start MCMC from the polished states,
-// mcmc.ModelOptions{Inits: res.Polish.States(4), Burn: 50, Draws: 600},
+// mcmc.CalibrationOptions(res.Polish.States(4), seed),
 // a fraction of default MCMC's sweeps (benchmarks/vicheck measures the
 // distance to the exact marginals and the time). Default MCMC when the model
 // is small or its swap moves are cheap (a few microseconds each, as for

@@ -43,7 +43,7 @@ func ExampleFitModel_check() {
 	fmt.Println("VI with its check:  ", res.Posterior.Perms["P"].Mode[0], "warnings:", len(res.Posterior.Warnings))
 	fmt.Printf("nats gained: %.0f\n", res.Polish.Gain)
 
-	cal, err := mcmc.RunModel(ctx, m, mcmc.ModelOptions{Seed: 1, Inits: res.Polish.States(4), Burn: 50, Draws: 600})
+	cal, err := mcmc.RunModel(ctx, m, mcmc.CalibrationOptions(res.Polish.States(4), 1))
 	if err != nil {
 		fmt.Println(err)
 		return

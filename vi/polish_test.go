@@ -207,7 +207,7 @@ func TestCheckWarnsOfASecondMode(t *testing.T) {
 	// exact marginals.
 	states := res.Polish.States(4)
 	require.GreaterOrEqual(t, len(states), 2)
-	cal, err := mcmc.RunModel(context.Background(), m, mcmc.ModelOptions{Seed: 1, Inits: states, Burn: 50, Draws: 600})
+	cal, err := mcmc.RunModel(context.Background(), m, mcmc.CalibrationOptions(states, 1))
 	require.NoError(t, err)
 	tv, err := cal.Posterior.Perms["P"].MaxRowTV(ex.Perms["P"])
 	require.NoError(t, err)

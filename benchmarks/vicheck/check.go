@@ -90,19 +90,10 @@ type smallRow struct {
 }
 
 // calibrate are the MCMC options of the calibrated marginals: chains
-// started from VI's polished states, with a short burn-in.
+// started from VI's polished states (mcmc.CalibrationOptions).
 func calibrate(q *vi.ModelResult, seed uint64) mcmc.ModelOptions {
-	return mcmc.ModelOptions{Seed: seed, Inits: q.Polish.States(mcmc.DefaultChains), Burn: calBurn, Draws: calDraws}
+	return mcmc.CalibrationOptions(q.Polish.States(mcmc.DefaultChains), seed)
 }
-
-// Budget of the calibration, per chain: 650 sweeps, under a third of
-// default MCMC's 2000 (mcmc.DefaultBurn + mcmc.DefaultDraws), with the same
-// chains and temperatures. The chains start in the modes, so a short
-// burn-in suffices.
-const (
-	calBurn  = 50
-	calDraws = 600
-)
 
 func checkSmall(ctx context.Context, f family, n int, level float64, seed uint64) (*smallRow, error) {
 	m, err := f.Make(n, level, seed)

@@ -20,8 +20,8 @@
 // answer") polishes the answer by a local search under the model's exact
 // log joint and warns when the fit's own mode was far from it; the table
 // shows the plain method beside it. The last row calibrates the marginals:
-// MCMC chains started from VI's polished states, with a third of default
-// MCMC's sweeps.
+// MCMC chains started from VI's polished states (mcmc.CalibrationOptions),
+// a sixth of default MCMC's replica sweeps.
 package main
 
 import (
@@ -105,7 +105,7 @@ func run(ctx context.Context, w io.Writer, cfg matching.Config) error {
 			return q.Posterior, nil
 		}},
 		{"VI + calibration", func() (*models.Posterior, error) {
-			cal, err := mcmc.RunModel(ctx, pr, CalibrationOptions(q, cfg.Seed))
+			cal, err := mcmc.RunModel(ctx, pr, mcmc.CalibrationOptions(q.Polish.States(mcmc.DefaultChains), cfg.Seed))
 			if err != nil {
 				return nil, err
 			}
@@ -142,11 +142,4 @@ func run(ctx context.Context, w io.Writer, cfg matching.Config) error {
 		}
 	}
 	return nil
-}
-
-// CalibrationOptions are the MCMC options that calibrate a VI fit's
-// marginals: chains started from the fit's polished states, with a burn-in
-// of 50 and 600 draws each, under a third of default MCMC's 2000 sweeps.
-func CalibrationOptions(q *vi.ModelResult, seed uint64) mcmc.ModelOptions {
-	return mcmc.ModelOptions{Seed: seed, Inits: q.Polish.States(mcmc.DefaultChains), Burn: 50, Draws: 600}
 }

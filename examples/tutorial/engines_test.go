@@ -216,7 +216,7 @@ func TestCalibratedMarginals(t *testing.T) {
 	require.NoError(t, err)
 	assert.Greater(t, tvVI, 0.25, "VI alone is overconfident")
 
-	cal, err := mcmc.RunModel(ctx, m, mcmc.ModelOptions{Seed: 1, Inits: q.Polish.States(4), Burn: 50, Draws: 600})
+	cal, err := mcmc.RunModel(ctx, m, mcmc.CalibrationOptions(q.Polish.States(4), 1))
 	require.NoError(t, err)
 	tv, err := cal.Posterior.Perms["P"].MaxRowTV(ex.Perms["P"])
 	require.NoError(t, err)
