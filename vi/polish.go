@@ -389,13 +389,17 @@ func (p *modelPlan) applyPolish(res *ModelResult) {
 	if rep.Collapsed {
 		how = append(how, "collapsed sites integrated analytically")
 	}
+	sites := "the real sites"
+	if rep.Collapsed {
+		sites = "the other real sites"
+	}
 	switch rep.Integration {
 	case "quadrature":
-		how = append(how, "the other real sites by quadrature")
+		how = append(how, sites+" by quadrature")
 	case "Laplace":
-		how = append(how, "the other real sites by Laplace's approximation")
+		how = append(how, sites+" by Laplace's approximation")
 	case "profile":
-		how = append(how, "the other real sites at their maximum (too many to integrate)")
+		how = append(how, sites+" at their maximum (too many to integrate)")
 	}
 	kind := "the model's exact log posterior of the permutations, J"
 	if len(how) > 0 {

@@ -151,7 +151,7 @@ func run(n int, s float64, seed uint64, temps int) error {
 		return err
 	}
 	fmt.Printf("modes agree: %v (truth %v)\n", pv.Mode[0].Equal(pm.Mode[0]), truth)
-	fmt.Printf("VI's check: the answer came from %s, log joint %.2f, %.2f nats above the fit's own mode\n", q.Polish.From, q.Polish.LogJoint, q.Polish.Gain)
+	fmt.Printf("VI's check: the answer came from %s, log posterior J = %.2f, %.2f nats above the fit's own mode\n", q.Polish.From, q.Polish.LogJoint, q.Polish.Gain)
 	fmt.Printf("max row TV to MCMC: VI %.3f, calibrated %.3f\n", tv, tvCal)
 	fmt.Printf("A: VI %.3f, MCMC %.3f, truth %.3f\n", q.Posterior.Reals["A"].Mean, mc.Posterior.Reals["A"].Mean, trueA)
 	fmt.Printf("wall time: VI %v, MCMC %v, calibration %v\n", tVI.Round(10*time.Millisecond), tMC.Round(10*time.Millisecond), tCal.Round(10*time.Millisecond))
