@@ -128,6 +128,33 @@ type ModelOptions struct {
 
 	// Progress, if not nil, is called as the chains advance.
 	Progress func(Progress)
+	// Trace, if not nil, is called about a hundred times per chain with
+	// the chain's current β = 1 state (see TracePoint), for curves of
+	// accuracy against time; calls are serialized with each other and with
+	// Progress.
+	Trace func(TracePoint)
+
+	// Budget, if > 0, bounds the wall time of the sampling: the chains
+	// then run all at once (whatever Workers says, so that none waits for
+	// another's end), stop at their next sweep once Budget has passed, and
+	// the draws every chain has recorded by then (the shortest chain's
+	// number, at least one after the burn-in) make the posterior; Draws
+	// bounds them. A budget makes the result depend on the machine's
+	// speed; ModelResult.BudgetExhausted, Sweeps and Draws say what it
+	// allowed. A context deadline instead cancels the run with an error.
+	Budget time.Duration
+}
+
+// TracePoint is chain Chain's state after Sweep sweeps (burn-in included),
+// Elapsed after RunModel began.
+type TracePoint struct {
+	Chain, Sweep int
+	Elapsed      time.Duration
+	// State is a copy of the β = 1 replica's state, the caller's to keep.
+	State *models.State
+	// LogLik is its log-likelihood (the collapsed one for a Collapser), NaN
+	// when the chain has not evaluated it since its last move.
+	LogLik float64
 }
 
 // ModelResult is the output of RunModel.
@@ -149,10 +176,13 @@ type ModelResult struct {
 	// LogLik[c] is the trace of the log-likelihood of chain c's recorded
 	// draws (the collapsed one when the model is a Collapser).
 	LogLik [][]float64
-	// Sweeps is the number of sweeps per chain, burn-in included, and Wall
-	// the elapsed time.
-	Sweeps int
-	Wall   time.Duration
+	// Sweeps is the number of sweeps per chain, burn-in included, Draws
+	// the number of draws per chain that the posterior holds, and Wall the
+	// elapsed time. With a budget that ran out (BudgetExhausted) Sweeps is
+	// the fewest any chain completed.
+	Sweeps, Draws   int
+	Wall            time.Duration
+	BudgetExhausted bool
 }
 
 // RunModel samples the posterior of m by MCMC and returns it as a
@@ -177,11 +207,66 @@ func RunModel(ctx context.Context, m models.Model, o ModelOptions) (*ModelResult
 		Init:   plan.initChain,
 		Record: plan.record,
 	}
-	res, err := sm.Run(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("mcmc: RunModel: %w", err)
+	began := time.Now()
+	if o.Trace != nil {
+		sm.Observe = func(c, sweep int, cs *chainState) {
+			r := cs.reps[0]
+			ll := math.NaN()
+			if r.llOK {
+				ll = r.ll
+			}
+			o.Trace(TracePoint{Chain: c, Sweep: sweep, Elapsed: time.Since(began), State: r.s.Clone(), LogLik: ll})
+		}
 	}
-	return plan.result(res)
+	runCtx := ctx
+	if o.Budget > 0 {
+		var cancel context.CancelFunc
+		runCtx, cancel = context.WithTimeout(ctx, o.Budget)
+		defer cancel()
+		sm.Workers = plan.chains
+	}
+	res, err := sm.Run(runCtx)
+	exhausted := false
+	if err != nil {
+		if o.Budget == 0 || ctx.Err() != nil || !errors.Is(err, context.DeadlineExceeded) {
+			return nil, fmt.Errorf("mcmc: RunModel: %w", err)
+		}
+		if err := truncateChains(res, plan.burn); err != nil {
+			return nil, fmt.Errorf("mcmc: RunModel: %w", err)
+		}
+		exhausted = true
+	}
+	out, err := plan.result(res)
+	if err != nil {
+		return nil, err
+	}
+	if exhausted {
+		out.BudgetExhausted = true
+		out.Sweeps = res.Chains[0].Sweeps
+		for _, ch := range res.Chains {
+			out.Sweeps = min(out.Sweeps, ch.Sweeps)
+		}
+		out.Posterior.Notes = append(out.Posterior.Notes, fmt.Sprintf(
+			"the budget of %v stopped the chains after %d sweeps at least; the posterior holds the first %d draws of each chain", o.Budget, out.Sweeps, out.Draws))
+	}
+	return out, nil
+}
+
+// truncateChains cuts every chain's trace to the shortest one's length, so
+// that the chains a budget stopped at different sweeps can be pooled and
+// diagnosed, or reports that some chain recorded no draw.
+func truncateChains[S any](res *Result[S], burn int) error {
+	nd := len(res.Chains[0].Trace)
+	for _, ch := range res.Chains {
+		nd = min(nd, len(ch.Trace))
+	}
+	if nd == 0 {
+		return fmt.Errorf("the budget ran out before every chain had finished its burn-in of %d sweeps and recorded a draw; give more time or a shorter Burn", burn)
+	}
+	for c := range res.Chains {
+		res.Chains[c].Trace = res.Chains[c].Trace[:nd]
+	}
+	return nil
 }
 
 // plan is RunModel's validated configuration, shared read-only by the
@@ -214,6 +299,8 @@ func newPlan(m models.Model, o ModelOptions) (*plan, error) {
 	}
 	pl := &plan{m: m, spec: spec, o: o}
 	switch {
+	case o.Budget < 0:
+		return nil, fmt.Errorf("mcmc: RunModel: Budget must be >= 0, got %v", o.Budget)
 	case o.Chains < 0, o.Burn < 0, o.Draws < 0, o.Thin < 0, o.Temperatures < 0, o.MaxBlock < 0:
 		return nil, fmt.Errorf("mcmc: RunModel: Chains, Burn, Draws, Thin, Temperatures and MaxBlock must be >= 0, got %d, %d, %d, %d, %d, %d",
 			o.Chains, o.Burn, o.Draws, o.Thin, o.Temperatures, o.MaxBlock)
@@ -809,6 +896,7 @@ func (pl *plan) result(res *Result[*chainState]) (*ModelResult, error) {
 	out := &ModelResult{
 		Ladder: slices.Clone(pl.ladder),
 		Sweeps: pl.burn + pl.draws*pl.thin,
+		Draws:  len(res.Chains[0].Trace),
 		Wall:   res.Wall,
 	}
 	post := &models.Posterior{

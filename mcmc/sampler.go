@@ -47,6 +47,12 @@ type Sampler[S any] struct {
 	// Progress, if not nil, is called about a hundred times per chain and
 	// once when each chain ends. Calls are serialized.
 	Progress func(Progress)
+
+	// Observe, if not nil, is called with chain c's state at the same
+	// points as Progress, from the chain's goroutine; calls are serialized
+	// with each other and with Progress. It must not keep s, which the
+	// chain goes on changing.
+	Observe func(c, sweep int, s S)
 }
 
 // Progress reports how far a run has come.
@@ -102,6 +108,9 @@ func (sm *Sampler[S]) Run(ctx context.Context) (*Result[S], error) {
 	res := &Result[S]{Chains: make([]ChainResult[S], sm.Chains)}
 	errs := make([]error, sm.Chains)
 	prog := &progressReporter{fn: sm.Progress, total: sm.Chains * sweeps, sweeps: sweeps}
+	if sm.Observe != nil {
+		prog.observe = func(c, sweep int, s any) { sm.Observe(c, sweep, s.(S)) }
+	}
 
 	start := time.Now()
 	jobs := make(chan int)
@@ -181,7 +190,7 @@ func (sm *Sampler[S]) runChain(ctx context.Context, c, thin, sweeps int, out *Ch
 	}
 
 	var (
-		flat []float64 // Samples x dim, allocated at the first record
+		flat []float64 // rows of dim values, allocated in chunks that double
 		dim  = -1
 		buf  []float64
 	)
@@ -213,19 +222,24 @@ func (sm *Sampler[S]) runChain(ctx context.Context, c, thin, sweeps int, out *Ch
 			buf = sm.Record(buf[:0], state)
 			if dim < 0 {
 				dim = len(buf)
-				flat = make([]float64, sm.Samples*dim)
-				out.Trace = make([][]float64, 0, sm.Samples)
 			}
 			if len(buf) != dim {
 				return fmt.Errorf("Record appended %d values, want %d as in the first draw", len(buf), dim)
 			}
-			k := len(out.Trace)
-			row := flat[k*dim : (k+1)*dim : (k+1)*dim]
+			if len(flat) < dim {
+				// A new chunk, as large as the draws so far (at least 256
+				// rows, at most what is left): a budget may end the chain
+				// long before Samples, which is then only a bound.
+				rows := min(max(256, len(out.Trace)), sm.Samples-len(out.Trace))
+				flat = make([]float64, rows*dim)
+			}
+			row := flat[:dim:dim]
+			flat = flat[dim:]
 			copy(row, buf)
 			out.Trace = append(out.Trace, row)
 		}
 		if (sweep+1)%every == 0 || sweep+1 == sweeps {
-			prog.report(c, sweep+1)
+			prog.report(c, sweep+1, state)
 		}
 	}
 	return nil
@@ -233,21 +247,28 @@ func (sm *Sampler[S]) runChain(ctx context.Context, c, thin, sweeps int, out *Ch
 
 // progressReporter serializes progress callbacks and keeps the global count.
 type progressReporter struct {
-	fn     func(Progress)
-	total  int
-	sweeps int
+	fn      func(Progress)
+	observe func(c, sweep int, s any)
+	total   int
+	sweeps  int
 
 	mu   sync.Mutex
 	last map[int]int
 	done int
 }
 
-func (p *progressReporter) report(chain, sweep int) {
-	if p.fn == nil {
+func (p *progressReporter) report(chain, sweep int, state any) {
+	if p.fn == nil && p.observe == nil {
 		return
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if p.observe != nil {
+		p.observe(chain, sweep, state)
+	}
+	if p.fn == nil {
+		return
+	}
 	if p.last == nil {
 		p.last = make(map[int]int)
 	}

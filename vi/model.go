@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"runtime"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -76,10 +77,8 @@ type ModelOptions struct {
 	// NoKL drops the permutation sites' KL terms ("no regularization").
 	NoKL bool
 
-	// RoundTau, RoundStd0 and RoundPriorStd configure rounding guides: the
-	// rounding temperature in (0, 1], the initial noise scale and the
-	// prior's component standard deviation; defaults 0.3, 0.3 and 0.2.
-	RoundTau, RoundStd0, RoundPriorStd float64
+	// Rounding configures the rounding guides (GuideRounding).
+	Rounding RoundingOptions
 
 	// Guides overrides the guide of the named sites. A name the model
 	// does not declare, or a kind that does not fit the site, is an error.
@@ -146,6 +145,17 @@ type ModelOptions struct {
 	Checkpoint      string
 	CheckpointEvery int
 
+	// Budget, if > 0, bounds the wall time of the fits: the running fit
+	// stops at its next step once Budget has passed since FitModel began,
+	// no further start begins, and the fits made so far (each with the
+	// steps it took) make the result, as when they end normally. The
+	// fresh ELBO estimates and the check of the answer run after the
+	// budget, and ModelResult.Elapsed includes them. A budget makes the
+	// result depend on the machine's speed; ModelResult.BudgetExhausted
+	// and Steps say what it allowed. A context deadline instead cancels
+	// the fit with an error.
+	Budget time.Duration
+
 	// Polish configures the check of the answer by the model's exact log
 	// joint: every fit's mode and a few of its draws, and a few random
 	// restarts, are improved by a local search under it, fits are ranked
@@ -155,11 +165,33 @@ type ModelOptions struct {
 	// package documentation, "Checking the answer".
 	Polish Polish
 
+	// Trace, if set, is called after every TraceEvery steps (default 100)
+	// of every fit, and after its last step, with the fit's current
+	// estimate (see TracePoint), for curves of accuracy against time; never
+	// by two fits at once. Each call solves one assignment problem per
+	// permutation, which TraceEvery keeps rare.
+	Trace      func(TracePoint)
+	TraceEvery int
+
 	// Progress, if set, is called after every ProgressEvery steps (default
 	// 100) of every fit, and after the last step of each; never by two
 	// fits at once.
 	Progress      func(ModelProgress)
 	ProgressEvery int
+}
+
+// RoundingOptions configure the rounding guides of Linderman et al. (2018)
+// that FitModel builds for the sites Guides names GuideRounding (see
+// NewRounding). Zero values select the defaults.
+type RoundingOptions struct {
+	// Tau is the rounding temperature in (0, 1]: how far a sample is
+	// pulled towards its rounded permutation; default 0.3.
+	Tau float64
+	// Std0 is the initial noise scale of the guide; default 0.3.
+	Std0 float64
+	// PriorStd is the standard deviation of each component of the
+	// two-Gaussian-mixture prior that replaces the site's; default 0.2.
+	PriorStd float64
 }
 
 // Restart configures restarts on a plateau. A fit ends once the mean ELBO
@@ -171,6 +203,20 @@ type ModelOptions struct {
 type Restart struct {
 	Window int     // steps per window; 0 disables restarts, otherwise >= 2
 	Z      float64 // standard errors of gain that count as improving; default 2
+}
+
+// TracePoint is the current estimate of fit Fit of FitModel after Step
+// steps, Elapsed after FitModel began.
+type TracePoint struct {
+	Fit, Step int
+	Elapsed   time.Duration
+	// ELBO is the step's estimate.
+	ELBO float64
+	// State holds every permutation site's current point estimate, the
+	// exact matching of its guide's location (M(X) of a Gumbel-Sinkhorn
+	// guide's logits, the rounding of a rounding guide's mean), and every
+	// real site at its guide's mean. It is the caller's to keep.
+	State *models.State
 }
 
 // ModelProgress reports the progress of fit Fit (from 0) of FitModel.
@@ -205,6 +251,9 @@ type ModelResult struct {
 	// Polish is what the check of the answer found; nil when it was off
 	// or could not run (the notes say why).
 	Polish *PolishReport
+	// BudgetExhausted reports that Budget ran out and stopped the fits;
+	// Steps, FitSteps and Starts say how far they came.
+	BudgetExhausted bool
 	// Elapsed is the wall time of the whole call.
 	Elapsed time.Duration
 }
@@ -260,6 +309,10 @@ func FitModel(ctx context.Context, m models.Model, o ModelOptions) (*ModelResult
 	if err != nil {
 		return nil, err
 	}
+	plan.began = began
+	if o.Budget > 0 {
+		plan.deadline = began.Add(o.Budget)
+	}
 	if err := plan.checkLogLik(m); err != nil {
 		return nil, err
 	}
@@ -300,7 +353,10 @@ func FitModel(ctx context.Context, m models.Model, o ModelOptions) (*ModelResult
 	} else if !o.Polish.Off {
 		plan.notes = append(plan.notes, "the answer was not checked against the model: "+why)
 	}
-	res := &ModelResult{Starts: len(runs), Best: best, Polish: rep}
+	res := &ModelResult{Starts: len(runs), Best: best, Polish: rep, BudgetExhausted: plan.budgetHit.Load()}
+	if res.BudgetExhausted {
+		plan.notes = append(plan.notes, fmt.Sprintf("the budget of %v stopped the fits after %d starts", o.Budget, len(runs)))
+	}
 	for _, r := range runs {
 		res.FitELBO = append(res.FitELBO, r.elbo)
 		res.FitSteps = append(res.FitSteps, r.steps)
@@ -344,14 +400,14 @@ func (o *ModelOptions) setDefaults() error {
 	if o.PosteriorDraws == 0 {
 		o.PosteriorDraws = 1000
 	}
-	if o.RoundTau == 0 {
-		o.RoundTau = 0.3
+	if o.Rounding.Tau == 0 {
+		o.Rounding.Tau = 0.3
 	}
-	if o.RoundStd0 == 0 {
-		o.RoundStd0 = 0.3
+	if o.Rounding.Std0 == 0 {
+		o.Rounding.Std0 = 0.3
 	}
-	if o.RoundPriorStd == 0 {
-		o.RoundPriorStd = 0.2
+	if o.Rounding.PriorStd == 0 {
+		o.Rounding.PriorStd = 0.2
 	}
 	if o.Restart.Window > 0 && o.Restart.Z == 0 {
 		o.Restart.Z = 2
@@ -361,6 +417,9 @@ func (o *ModelOptions) setDefaults() error {
 	}
 	if o.ProgressEvery <= 0 {
 		o.ProgressEvery = 100
+	}
+	if o.TraceEvery <= 0 {
+		o.TraceEvery = 100
 	}
 	if !o.Polish.Off {
 		if err := o.Polish.setDefaults(); err != nil {
@@ -378,6 +437,8 @@ func (o *ModelOptions) setDefaults() error {
 		return fmt.Errorf("vi: FitModel: Starts must be >= 1, got %d", o.Starts)
 	case o.Workers < 0:
 		return fmt.Errorf("vi: FitModel: Workers must be >= 0, got %d", o.Workers)
+	case o.Budget < 0:
+		return fmt.Errorf("vi: FitModel: Budget must be >= 0, got %v", o.Budget)
 	case o.ELBOSamples < 2:
 		return fmt.Errorf("vi: FitModel: ELBOSamples must be >= 2, got %d", o.ELBOSamples)
 	case o.PosteriorDraws < 1:
@@ -469,6 +530,9 @@ func (p *modelPlan) run(ctx context.Context, m Model) ([]*fitRun, error) {
 		} else if i == o.Starts {
 			break
 		}
+		if i > 0 && p.pastDeadline() {
+			break
+		}
 		r, err := p.fit(ctx, m, i, steps)
 		if err != nil {
 			return nil, err
@@ -500,6 +564,14 @@ func (p *modelPlan) runParallel(ctx context.Context, m Model) ([]*fitRun, error)
 			f(mp)
 		}
 	}
+	if f := o.Trace; f != nil && workers > 1 {
+		var mu sync.Mutex
+		p.o.Trace = func(tp TracePoint) {
+			mu.Lock()
+			defer mu.Unlock()
+			f(tp)
+		}
+	}
 	runs := make([]*fitRun, o.Starts)
 	errs := make([]error, o.Starts)
 	ctx, cancel := context.WithCancel(ctx)
@@ -511,6 +583,9 @@ func (p *modelPlan) runParallel(ctx context.Context, m Model) ([]*fitRun, error)
 		go func() {
 			defer wg.Done()
 			for i := range next {
+				if i > 0 && p.pastDeadline() {
+					continue // the budget ran out before this start began
+				}
 				runs[i], errs[i] = p.fit(ctx, m, i, o.Steps)
 				if errs[i] != nil {
 					cancel()
@@ -533,7 +608,9 @@ func (p *modelPlan) runParallel(ctx context.Context, m Model) ([]*fitRun, error)
 			return nil, err
 		}
 	}
-	return runs, nil
+	// Starts skipped by the budget are the last ones (starts begin in
+	// index order), so the fits left keep their indices.
+	return slices.DeleteFunc(runs, func(r *fitRun) bool { return r == nil }), nil
 }
 
 // fit runs fit i for at most steps steps and estimates its ELBO afresh.
@@ -564,8 +641,16 @@ func (p *modelPlan) fit(ctx context.Context, m Model, i, steps int) (*fitRun, er
 		if plateau != nil && plateau.Add(pr.ELBO) {
 			stop()
 		}
+		if p.pastDeadline() {
+			stop()
+		}
 		if o.Progress != nil && (pr.Step%o.ProgressEvery == 0 || pr.Step == pr.Steps) {
 			o.Progress(ModelProgress{Fit: i, Progress: pr})
+		}
+		if o.Trace != nil && (pr.Step%o.TraceEvery == 0 || pr.Step == pr.Steps) {
+			if st, err := p.current(guides); err == nil {
+				o.Trace(TracePoint{Fit: i, Step: pr.Step, Elapsed: time.Since(p.began), ELBO: pr.ELBO, State: st})
+			}
 		}
 	}
 	res, err := Fit(fitCtx, m, guides, fo)
@@ -573,7 +658,7 @@ func (p *modelPlan) fit(ctx context.Context, m Model, i, steps int) (*fitRun, er
 		if ctx.Err() != nil || !errors.Is(err, context.Canceled) {
 			return nil, fmt.Errorf("vi: FitModel: fit %d: %w", i, err)
 		}
-		// Our own stop: the fit reached a plateau.
+		// Our own stop: the fit reached a plateau or the budget.
 	}
 	elbo, se, err := p.freshELBO(m, guides)
 	if err != nil {

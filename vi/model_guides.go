@@ -6,6 +6,8 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
+	"sync/atomic"
+	"time"
 
 	"github.com/permlab/permlab/ad"
 	"github.com/permlab/permlab/ad/optim"
@@ -23,6 +25,19 @@ type modelPlan struct {
 	tau      map[string]optim.Schedule // GS guides' temperatures
 	notes    []string
 	warnings []string
+
+	began     time.Time   // when FitModel began
+	deadline  time.Time   // end of the Budget; zero without one
+	budgetHit atomic.Bool // a fit stopped at the deadline
+}
+
+// pastDeadline reports whether the Budget has run out, and records it.
+func (p *modelPlan) pastDeadline() bool {
+	if p.deadline.IsZero() || time.Now().Before(p.deadline) {
+		return false
+	}
+	p.budgetHit.Store(true)
+	return true
 }
 
 func newModelPlan(spec *models.Spec, o ModelOptions) (*modelPlan, error) {
@@ -47,7 +62,7 @@ func newModelPlan(spec *models.Spec, o ModelOptions) (*modelPlan, error) {
 			}
 			p.notes = append(p.notes, fmt.Sprintf(
 				"site %q: rounding guide (Linderman et al. 2018) with its own prior, a two-Gaussian mixture per entry (std %g), in place of the declared uniform prior; marginals are frequencies of %d hard draws round(Ψ)",
-				ps.Name, o.RoundPriorStd, o.PosteriorDraws))
+				ps.Name, o.Rounding.PriorStd, o.PosteriorDraws))
 		default:
 			return nil, fmt.Errorf("vi: FitModel: site %q is a permutation site; guide %v does not fit it", ps.Name, kind)
 		}
@@ -171,7 +186,7 @@ func (p *modelPlan) newGuides(seed uint64) ([]Guide, error) {
 				p.initLogits(g.X.Value.Data, ps)
 				guides = append(guides, g)
 			case GuideRounding:
-				g, err := NewRounding(ps.Name, ps.B(), ps.N, ps.Masks, o.RoundStd0, o.RoundTau, o.RoundPriorStd, o.Iters)
+				g, err := NewRounding(ps.Name, ps.B(), ps.N, ps.Masks, o.Rounding.Std0, o.Rounding.Tau, o.Rounding.PriorStd, o.Iters)
 				if err != nil {
 					return nil, fmt.Errorf("vi: FitModel: site %q: %w", ps.Name, err)
 				}

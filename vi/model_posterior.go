@@ -125,3 +125,42 @@ func (p *modelPlan) realPosterior(g *realNormal, rng *rand.Rand) *models.RealPos
 	shape := append([]int(nil), g.site.Shape...)
 	return &models.RealPosterior{Shape: shape, Mean: mean, Std: std, Draws: draws}
 }
+
+// current returns the guides' point estimate as a state: for every
+// permutation the exact matching of its guide's location, for every real
+// site the guide's mean (see TracePoint).
+func (p *modelPlan) current(guides []Guide) (*models.State, error) {
+	st := &models.State{Perms: map[string][]perm.Perm{}, Reals: map[string][]float64{}}
+	for _, g := range guides {
+		switch g := g.(type) {
+		case *GumbelSinkhorn:
+			ps := p.permSpec(g.Site)
+			perms := make([]perm.Perm, ps.B())
+			for b := range perms {
+				q, err := relax.MatchingMasked(g.Logits(b), ps.Masks[b])
+				if err != nil {
+					return nil, err
+				}
+				perms[b] = q
+			}
+			st.Perms[g.Site] = perms
+		case *Rounding:
+			ps := p.permSpec(g.Site)
+			means, err := g.Mean()
+			if err != nil {
+				return nil, err
+			}
+			perms := make([]perm.Perm, ps.B())
+			for b := range perms {
+				if perms[b], err = relax.RoundMasked(means[b], ps.Masks[b]); err != nil {
+					return nil, err
+				}
+			}
+			st.Perms[g.Site] = perms
+		case *realNormal:
+			mean, _ := g.moments()
+			st.Reals[g.site.Name] = mean
+		}
+	}
+	return st, nil
+}

@@ -1,0 +1,82 @@
+package vi_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/permlab/permlab/models/matching"
+	"github.com/permlab/permlab/vi"
+)
+
+// TestFitModelBudget: a budget far below what the steps need stops the fit
+// early and skips further starts, and the result is still a checked
+// posterior that says so; a budget that is not reached changes nothing.
+func TestFitModelBudget(t *testing.T) {
+	m, err := matching.GenerateRegression(matching.RegressionConfig{N: 6, D: 1, S: 0.1, Seed: 1})
+	require.NoError(t, err)
+	ctx := context.Background()
+	for _, starts := range []int{1, 3} {
+		o := vi.ModelOptions{Seed: 1, Steps: 1_000_000, Starts: starts, Budget: 200 * time.Millisecond}
+		t0 := time.Now()
+		res, err := vi.FitModel(ctx, m, o)
+		require.NoError(t, err)
+		assert.Less(t, time.Since(t0), 20*time.Second, "starts %d", starts)
+		assert.True(t, res.BudgetExhausted)
+		assert.Less(t, res.Steps, 1_000_000)
+		assert.Positive(t, res.Steps)
+		require.NotNil(t, res.Polish, "the answer is still checked")
+		assert.Contains(t, strings.Join(res.Posterior.Notes, "\n"), "the budget of 200ms stopped the fits")
+	}
+
+	o := vi.ModelOptions{Seed: 1, Steps: 300}
+	a, err := vi.FitModel(ctx, m, o)
+	require.NoError(t, err)
+	o.Budget = time.Hour
+	b, err := vi.FitModel(ctx, m, o)
+	require.NoError(t, err)
+	assert.False(t, b.BudgetExhausted)
+	assert.Equal(t, a.ELBO, b.ELBO)
+	assert.Equal(t, a.Posterior.Perms["P"].Mode, b.Posterior.Perms["P"].Mode)
+
+	_, err = vi.FitModel(ctx, m, vi.ModelOptions{Seed: 1, Budget: -time.Second})
+	require.ErrorContains(t, err, "Budget")
+}
+
+// TestFitModelTrace: the trace reports every fit's current estimate at the
+// documented steps, valid permutations with the real sites' means, and
+// tracing changes nothing in the result.
+func TestFitModelTrace(t *testing.T) {
+	m, err := matching.GenerateRegression(matching.RegressionConfig{N: 6, D: 1, S: 0.1, Seed: 1})
+	require.NoError(t, err)
+	ctx := context.Background()
+	o := vi.ModelOptions{Seed: 1, Steps: 250, Starts: 2, TraceEvery: 100}
+	plain, err := vi.FitModel(ctx, m, o)
+	require.NoError(t, err)
+	var points []vi.TracePoint
+	o.Trace = func(tp vi.TracePoint) { points = append(points, tp) }
+	res, err := vi.FitModel(ctx, m, o)
+	require.NoError(t, err)
+	assert.Equal(t, plain.FitELBO, res.FitELBO)
+	assert.Equal(t, plain.Posterior.Perms["P"].Draws, res.Posterior.Perms["P"].Draws)
+	steps := map[int][]int{}
+	for _, tp := range points {
+		steps[tp.Fit] = append(steps[tp.Fit], tp.Step)
+		require.Len(t, tp.State.Perms["P"], 1)
+		require.NoError(t, tp.State.Perms["P"][0].Validate())
+		require.Len(t, tp.State.Reals["beta"], 1)
+		assert.Positive(t, tp.Elapsed)
+	}
+	assert.Equal(t, map[int][]int{0: {100, 200, 250}, 1: {100, 200, 250}}, steps)
+	var last vi.TracePoint
+	for _, tp := range points {
+		if tp.Fit == res.Best {
+			last = tp
+		}
+	}
+	assert.InDelta(t, res.Posterior.Reals["beta"].Mean[0], last.State.Reals["beta"][0], 1e-12, "the chosen fit's last point holds its final means")
+}
