@@ -464,7 +464,7 @@ func fitVI(ctx context.Context, p *Problem, s Settings, seed uint64, newFit func
 		// Until the first step is timed, only the reserve is known.
 		attemptCtx, stop := c.until(ctx, plan.reserve)
 		timeUp := false
-		opts := vi.Options{Steps: s.Steps - used, K: s.K, LR: optim.Constant(f.lr), Seed: attemptSeed(seed, attempt)}
+		opts := vi.Options{Steps: s.Steps - used, K: s.K, LR: optim.Constant(f.lr), Seed: attemptSeed(seed, attempt), ProgressEvery: 1}
 		if tracing || plateau != nil || c.limited() {
 			onStep := func(pr vi.Progress) {
 				if plateau != nil && plateau.Add(pr.ELBO) {

@@ -144,6 +144,16 @@
 // states); chains that all sit on one value (a posterior concentrated on
 // one state) are not warned about.
 //
+// Budgets, traces and moves of the model's own. ModelOptions.Budget bounds
+// the wall time: the chains run at once and stop together, and the
+// posterior holds the draws they all reached (BudgetExhausted says so).
+// ModelOptions.Trace reports each chain's β = 1 state about a hundred times
+// per chain, for accuracy-against-time curves. A model whose posterior
+// needs a move the swaps and blocks make rarely implements MoveProvider:
+// its PermMove proposals run after them every sweep, at every temperature,
+// as Metropolis-Hastings steps with the Hastings ratio the move returns,
+// and proposals its masks forbid are rejected.
+//
 // # Starting from variational inference
 //
 // Chains start from random admitted permutations and prior draws, from

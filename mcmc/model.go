@@ -761,17 +761,27 @@ func (pl *plan) permStages(ev *evaluator, r *replica, suffix string) ([]Stage[*c
 			if nBlock == 0 {
 				nBlock = (nfree + 1) / 2
 			}
-			if nBlock < 0 || nfree < 3 || pl.o.Kernels[ps.Name] == KernelSwapOnly {
-				continue
+			if nBlock > 0 && nfree >= 3 && pl.o.Kernels[ps.Name] != KernelSwapOnly {
+				// The block kernel evaluates the target itself (a block
+				// move is not a swap), so it gets the plain adapter.
+				pt2 := &permTarget{ev: ev, r: r, site: ps.Name, b: b, prior: prior}
+				block, err := NewBlockMH(ps.N, pt2, mask, fixed, pl.maxBlock)
+				if err != nil {
+					return nil, err
+				}
+				stages = append(stages, permStage("block "+ps.Name+suffix, block, pt2, nBlock))
 			}
-			// The block kernel evaluates the target itself (a block move is
-			// not a swap), so it gets the plain adapter.
-			pt2 := &permTarget{ev: ev, r: r, site: ps.Name, b: b, prior: prior}
-			block, err := NewBlockMH(ps.N, pt2, mask, fixed, pl.maxBlock)
-			if err != nil {
-				return nil, err
+			if mp, ok := pl.m.(MoveProvider); ok {
+				// The effective mask: fixed rows are pinned in it.
+				for k, move := range mp.Moves(ps.Name, b) {
+					pt3 := &permTarget{ev: ev, r: r, site: ps.Name, b: b, prior: prior}
+					mk, err := NewMoveMH(ps.N, move, pt3, ps.Masks[b])
+					if err != nil {
+						return nil, fmt.Errorf("MoveProvider: site %q move %d: %w", ps.Name, k, err)
+					}
+					stages = append(stages, permStage(fmt.Sprintf("move %s %d%s", ps.Name, k, suffix), mk, pt3, 1))
+				}
 			}
-			stages = append(stages, permStage("block "+ps.Name+suffix, block, pt2, nBlock))
 		}
 	}
 	return stages, nil

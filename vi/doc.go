@@ -97,6 +97,16 @@
 // with an annealed τ the ELBO also moves with τ, so restarts suit a
 // constant τ best.
 //
+// Budgets, traces and guides of the model's own. ModelOptions.Budget bounds
+// the fits' wall time and returns what they reached (BudgetExhausted says
+// so); ModelOptions.Trace reports each fit's current estimate every
+// TraceEvery steps, for accuracy-against-time curves. A model that needs a
+// guide the automatic ones lack implements GuideProvider and returns its
+// own PermGuide or RealGuide for the sites it chooses; FitModel fits, reads
+// and checks it like the others. Fit and FitModel share their defaults
+// (DefaultK, the learning-rate schedule from DefaultLRStart to
+// DefaultLREnd, DefaultProgressEvery).
+//
 // # Checking the answer
 //
 // The ELBO is a relaxed objective: it scores soft matrices and a factorised

@@ -54,10 +54,12 @@ func (k GuideKind) String() string {
 type ModelOptions struct {
 	// Steps is the number of optimisation steps of one fit; default 2000.
 	Steps int
-	// K is the number of joint samples per step; default 8.
+	// K is the number of joint samples per step; default DefaultK (8), as
+	// for Fit.
 	K int
 	// LR is the Adam learning rate by step; default optim.Geometric from
-	// 0.1 to 0.005 over Steps, so that the final parameters settle.
+	// DefaultLRStart (0.1) to DefaultLREnd (0.005) over Steps, so that the
+	// final parameters settle, as for Fit.
 	LR optim.Schedule
 	// Clip, if > 0, clips the gradient norm of every step to Clip.
 	Clip float64
@@ -310,6 +312,10 @@ func FitModel(ctx context.Context, m models.Model, o ModelOptions) (*ModelResult
 		return nil, err
 	}
 	plan.began = began
+	if gp, ok := m.(GuideProvider); ok {
+		plan.provider = gp
+		plan.notes = append(plan.notes, "the model supplies guides of its own (GuideProvider) for some sites; the notes on automatic guides do not apply to those")
+	}
 	if o.Budget > 0 {
 		plan.deadline = began.Add(o.Budget)
 	}
@@ -383,7 +389,7 @@ func (o *ModelOptions) setDefaults() error {
 		o.Steps = 2000
 	}
 	if o.K == 0 {
-		o.K = 8
+		o.K = DefaultK
 	}
 	if o.Iters == 0 {
 		o.Iters = 20
@@ -416,7 +422,7 @@ func (o *ModelOptions) setDefaults() error {
 		o.CheckpointEvery = 100
 	}
 	if o.ProgressEvery <= 0 {
-		o.ProgressEvery = 100
+		o.ProgressEvery = DefaultProgressEvery
 	}
 	if o.TraceEvery <= 0 {
 		o.TraceEvery = 100
@@ -455,7 +461,7 @@ func (o *ModelOptions) setDefaults() error {
 		return fmt.Errorf("vi: FitModel: Restart.Z must be finite and >= 0, got %v", o.Restart.Z)
 	}
 	if o.LR == nil {
-		o.LR = optim.Geometric{Start: 0.1, End: 0.005, Steps: o.Steps}
+		o.LR = optim.Geometric{Start: DefaultLRStart, End: DefaultLREnd, Steps: o.Steps}
 	}
 	if err := optim.Validate(o.LR, o.Steps); err != nil {
 		return fmt.Errorf("vi: FitModel: learning rate: %w", err)
@@ -620,7 +626,8 @@ func (p *modelPlan) fit(ctx context.Context, m Model, i, steps int) (*fitRun, er
 	if err != nil {
 		return nil, err
 	}
-	fo := Options{Steps: steps, K: o.K, LR: o.LR, Seed: deriveSeed(o.Seed, seedSteps, uint64(i)), Clip: o.Clip}
+	// Every step reports, for the plateau, the budget and the hooks.
+	fo := Options{Steps: steps, K: o.K, LR: o.LR, Seed: deriveSeed(o.Seed, seedSteps, uint64(i)), Clip: o.Clip, ProgressEvery: 1}
 	if o.Checkpoint != "" {
 		fo.Checkpoint = fmt.Sprintf("%s.%d", o.Checkpoint, i)
 		fo.CheckpointEvery = o.CheckpointEvery

@@ -13,6 +13,7 @@ import (
 	"github.com/permlab/permlab/ad/optim"
 	"github.com/permlab/permlab/dist"
 	"github.com/permlab/permlab/models"
+	"github.com/permlab/permlab/perm"
 )
 
 // modelPlan is what FitModel resolved from a model's sites and the
@@ -26,9 +27,10 @@ type modelPlan struct {
 	notes    []string
 	warnings []string
 
-	began     time.Time   // when FitModel began
-	deadline  time.Time   // end of the Budget; zero without one
-	budgetHit atomic.Bool // a fit stopped at the deadline
+	provider  GuideProvider // the model's own guides, or nil
+	began     time.Time     // when FitModel began
+	deadline  time.Time     // end of the Budget; zero without one
+	budgetHit atomic.Bool   // a fit stopped at the deadline
 }
 
 // pastDeadline reports whether the Budget has run out, and records it.
@@ -172,7 +174,22 @@ func (p *modelPlan) newGuides(seed uint64) ([]Guide, error) {
 	rng := rand.New(rand.NewPCG(seed, 0x696e6974))
 	scale := max(o.InitScale, 0)
 	var guides []Guide
-	for _, site := range p.spec.Sites {
+	for k, site := range p.spec.Sites {
+		if p.provider != nil {
+			// The model's own guide, from a stream of its own so that the
+			// automatic guides of other sites start as they would without.
+			g, err := p.provider.Guide(site, rand.New(rand.NewPCG(seed, 0x70726f76^uint64(k))))
+			if err != nil {
+				return nil, fmt.Errorf("vi: FitModel: GuideProvider: site %q: %w", site.SiteName(), err)
+			}
+			if g != nil {
+				if err := checkProvided(site, g); err != nil {
+					return nil, err
+				}
+				guides = append(guides, g)
+				continue
+			}
+		}
 		switch s := site.(type) {
 		case *models.PermSite:
 			ps := p.permSpec(s.Name)
@@ -347,4 +364,58 @@ func (g *realNormal) moments() (mean, std []float64) {
 		std[i] = math.Exp(l)
 	}
 	return mean, std
+}
+
+// GuideProvider is implemented by a model that builds the guides of some of
+// its sites itself, for example a guide with structure that the automatic
+// ones lack, or one initialised from the data. FitModel asks it for every
+// site of every fit, before building an automatic guide.
+type GuideProvider interface {
+	// Guide returns the guide of site for a fit whose initial values are
+	// to derive from rng (a stream of that fit and site alone), or nil and
+	// no error to let FitModel build its automatic guide. A permutation
+	// site's guide must be a PermGuide, a real site's a RealGuide, and its
+	// Name the site's; Rsample must return the site's value in a Sample,
+	// shape (K, B, N, N) or (K, Shape...). The guide's divergence term is
+	// the model's to get right: FitModel adds it to the ELBO as it comes.
+	Guide(site models.Site, rng *rand.Rand) (Guide, error)
+}
+
+// PermGuide is a guide of a permutation site that FitModel can read a
+// posterior from.
+type PermGuide interface {
+	Guide
+	// Draw returns one hard draw of the site's B permutations.
+	Draw(rng *rand.Rand) ([]perm.Perm, error)
+	// Mode returns the guide's most probable B permutations (or a good
+	// point estimate of them).
+	Mode() ([]perm.Perm, error)
+}
+
+// RealGuide is a guide of a real site that FitModel can read a posterior
+// from.
+type RealGuide interface {
+	Guide
+	// Moments returns the mean and standard deviation of every coordinate,
+	// row-major.
+	Moments() (mean, std []float64)
+}
+
+// checkProvided checks that a guide from a GuideProvider fits its site.
+func checkProvided(site models.Site, g Guide) error {
+	name := site.SiteName()
+	if g.Name() != name {
+		return fmt.Errorf("vi: FitModel: GuideProvider: the guide of site %q is named %q", name, g.Name())
+	}
+	switch site.(type) {
+	case *models.PermSite:
+		if _, ok := g.(PermGuide); !ok {
+			return fmt.Errorf("vi: FitModel: GuideProvider: the guide of permutation site %q (%T) is not a PermGuide (Draw and Mode)", name, g)
+		}
+	case *models.RealSite:
+		if _, ok := g.(RealGuide); !ok {
+			return fmt.Errorf("vi: FitModel: GuideProvider: the guide of real site %q (%T) is not a RealGuide (Moments)", name, g)
+		}
+	}
+	return nil
 }

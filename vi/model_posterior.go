@@ -31,6 +31,13 @@ func (p *modelPlan) posterior(guides []Guide) (*models.Posterior, error) {
 			post.Perms[g.Site], err = p.roundingPosterior(g, rng)
 		case *realNormal:
 			post.Reals[g.site.Name] = p.realPosterior(g, rng)
+		case PermGuide:
+			families = appendOnce(families, fmt.Sprintf("%T", g))
+			post.Perms[g.Name()], err = p.providedPosterior(g, rng)
+		case RealGuide:
+			mean, std := g.Moments()
+			site, _ := p.spec.Lookup(g.Name())
+			post.Reals[g.Name()] = momentPosterior(site.(*models.RealSite), mean, std, p.o.PosteriorDraws, rng)
 		}
 		if err != nil {
 			return nil, fmt.Errorf("vi: FitModel: site %q: %w", g.Name(), err)
@@ -111,10 +118,40 @@ func (p *modelPlan) roundingPosterior(g *Rounding, rng *rand.Rand) (*models.Perm
 	return models.PermPosteriorFromDraws(draws, ps.Masks)
 }
 
+// providedPosterior draws PosteriorDraws hard permutations from a guide
+// the model supplied.
+func (p *modelPlan) providedPosterior(g PermGuide, rng *rand.Rand) (*models.PermPosterior, error) {
+	ps := p.permSpec(g.Name())
+	draws := make([][]perm.Perm, p.o.PosteriorDraws)
+	for k := range draws {
+		d, err := g.Draw(rng)
+		if err != nil {
+			return nil, err
+		}
+		if len(d) != ps.B() {
+			return nil, fmt.Errorf("the guide drew %d permutations, want %d", len(d), ps.B())
+		}
+		for b, q := range d {
+			if len(q) != ps.N || q.Validate() != nil || !ps.Masks[b].Admits(q) {
+				return nil, fmt.Errorf("the guide drew %v for permutation %d, which is not a permutation of size %d that its mask and fixed rows admit", q, b, ps.N)
+			}
+		}
+		draws[k] = d
+	}
+	return models.PermPosteriorFromDraws(draws, ps.Masks)
+}
+
 // realPosterior reports the moments of q and PosteriorDraws draws from it.
 func (p *modelPlan) realPosterior(g *realNormal, rng *rand.Rand) *models.RealPosterior {
 	mean, std := g.moments()
-	draws := make([][]float64, p.o.PosteriorDraws)
+	site, _ := p.spec.Lookup(g.site.Name)
+	return momentPosterior(site.(*models.RealSite), mean, std, p.o.PosteriorDraws, rng)
+}
+
+// momentPosterior reports the given moments of a real site and d draws
+// from the Normal with those moments.
+func momentPosterior(site *models.RealSite, mean, std []float64, d int, rng *rand.Rand) *models.RealPosterior {
+	draws := make([][]float64, d)
 	for k := range draws {
 		x := make([]float64, len(mean))
 		for i := range x {
@@ -122,7 +159,7 @@ func (p *modelPlan) realPosterior(g *realNormal, rng *rand.Rand) *models.RealPos
 		}
 		draws[k] = x
 	}
-	shape := append([]int(nil), g.site.Shape...)
+	shape := append([]int(nil), site.Shape...)
 	return &models.RealPosterior{Shape: shape, Mean: mean, Std: std, Draws: draws}
 }
 
@@ -160,6 +197,15 @@ func (p *modelPlan) current(guides []Guide) (*models.State, error) {
 		case *realNormal:
 			mean, _ := g.moments()
 			st.Reals[g.site.Name] = mean
+		case PermGuide:
+			mode, err := g.Mode()
+			if err != nil {
+				return nil, err
+			}
+			st.Perms[g.Name()] = mode
+		case RealGuide:
+			mean, _ := g.Moments()
+			st.Reals[g.Name()] = mean
 		}
 	}
 	return st, nil

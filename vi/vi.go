@@ -131,11 +131,24 @@ func formatShape(shape []int) string {
 	return b.String()
 }
 
-// Options configures Fit. Zero values select the documented defaults.
+// The defaults that Fit and FitModel share.
+const (
+	// DefaultK is the number of joint samples per step.
+	DefaultK = 8
+	// DefaultLRStart and DefaultLREnd are the ends of the default learning
+	// rate schedule, optim.Geometric from DefaultLRStart to DefaultLREnd
+	// over the fit's steps, so that the final parameters settle.
+	DefaultLRStart, DefaultLREnd = 0.1, 0.005
+	// DefaultProgressEvery is the number of steps between progress calls.
+	DefaultProgressEvery = 100
+)
+
+// Options configures Fit. Zero values select the documented defaults, the
+// same as FitModel's.
 type Options struct {
 	Steps int                                        // optimisation steps; required
-	K     int                                        // samples per step; default 1
-	LR    optim.Schedule                             // learning rate; default Constant(0.1)
+	K     int                                        // samples per step; default DefaultK
+	LR    optim.Schedule                             // learning rate; default geometric from DefaultLRStart to DefaultLREnd over Steps
 	Seed  uint64                                     // master seed
 	Clip  float64                                    // if > 0, clip the gradient norm to Clip
 	Optim func([]*ad.Param) (optim.Optimizer, error) // default Adam
@@ -146,7 +159,7 @@ type Options struct {
 	CheckpointEvery int
 
 	// Progress, if set, is called after every ProgressEvery steps (default
-	// 1) and after the last.
+	// DefaultProgressEvery) and after the last.
 	Progress      func(Progress)
 	ProgressEvery int
 }
@@ -183,13 +196,13 @@ func Fit(ctx context.Context, m Model, guides []Guide, o Options) (*Result, erro
 		return nil, fmt.Errorf("vi: Fit: Steps must be >= 1, got %d", o.Steps)
 	}
 	if o.K == 0 {
-		o.K = 1
+		o.K = DefaultK
 	}
 	if o.K < 0 {
 		return nil, fmt.Errorf("vi: Fit: K must be >= 1, got %d", o.K)
 	}
 	if o.LR == nil {
-		o.LR = optim.Constant(0.1)
+		o.LR = optim.Geometric{Start: DefaultLRStart, End: DefaultLREnd, Steps: o.Steps}
 	}
 	if err := optim.Validate(o.LR, o.Steps); err != nil {
 		return nil, fmt.Errorf("vi: Fit: learning rate: %w", err)
@@ -201,7 +214,7 @@ func Fit(ctx context.Context, m Model, guides []Guide, o Options) (*Result, erro
 		o.CheckpointEvery = 100
 	}
 	if o.ProgressEvery <= 0 {
-		o.ProgressEvery = 1
+		o.ProgressEvery = DefaultProgressEvery
 	}
 	if len(guides) == 0 {
 		return nil, errors.New("vi: Fit: no guides")

@@ -120,7 +120,7 @@ func TestCancelWritesCheckpointAndResumes(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	g, err := NewNormal("z", 3, nil, 1, 2)
 	require.NoError(t, err)
-	o := Options{Steps: 60, K: 4, Seed: 9, Checkpoint: path, CheckpointEvery: 1000,
+	o := Options{Steps: 60, K: 4, Seed: 9, Checkpoint: path, CheckpointEvery: 1000, ProgressEvery: 1,
 		Progress: func(p Progress) {
 			if p.Step == 25 {
 				cancel()
@@ -154,7 +154,7 @@ func TestCrashHelper(t *testing.T) {
 	}
 	g, _ := NewNormal("z", 3, nil, 1, 2)
 	_, _ = Fit(context.Background(), newGaussMean(), []Guide{g}, Options{
-		Steps: 80, K: 4, Seed: 5, Checkpoint: os.Getenv("PERMLAB_VI_CKPT"), CheckpointEvery: 7,
+		Steps: 80, K: 4, Seed: 5, Checkpoint: os.Getenv("PERMLAB_VI_CKPT"), CheckpointEvery: 7, ProgressEvery: 1,
 		Progress: func(p Progress) {
 			if p.Step == at {
 				syscall.Kill(os.Getpid(), syscall.SIGKILL)
