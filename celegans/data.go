@@ -205,18 +205,17 @@ var synapseTypes = map[string]bool{
 // "Neuron 2", "Type" and "Nbr" (in any order, names compared without case or
 // surrounding spaces; extra columns, such as the empty one left by a trailing
 // comma, are ignored). Type is one of S, Sp, R, Rp, EJ, NMJ and Nbr a
-// non-negative integer (the file has three rows with 0 synapses; they are
-// kept as connections). The type table needs the columns "Neuron" and "Soma
-// Position", the position along the body in [0, 1]; a neuron with an empty
-// position is dropped.
+// positive integer, the number of synapses. The type table needs the columns
+// "Neuron" and "Soma Position", the position along the body in [0, 1]; a
+// neuron with an empty position is dropped.
 //
 // The neurons are those of the type table with a position, in canonical
 // order (by position, then name). A' connects i and j when any non-NMJ row
 // names them, in either order: chemical and electrical synapses are merged
-// and directions forgotten, A' = (A + Aᵀ) > 0. Rows naming a neuron that is
-// not among them are dropped (names are compared exactly, so the lower-case
-// row "avfl,avfr" of the WormAtlas file is dropped), as are self loops (see
-// SelfLoops).
+// and directions forgotten, A' = (A + Aᵀ) > 0. NMJ rows (neuromuscular
+// junctions, whose second name is a muscle), rows naming a neuron of the
+// type table without a position, and self loops (see SelfLoops) are
+// dropped.
 //
 // On the WormAtlas files this gives 279 neurons and 2287 edges: density
 // 2287 / 38781 = 0.0590, mean degree 16.39. The "4,577 directed edges"
@@ -224,9 +223,19 @@ var synapseTypes = map[string]bool{
 // pairs of the kept rows: 2 x 2287, plus the self loops of RIBL, RIBR and
 // VA08.
 //
-// Malformed input (missing columns, short rows, unknown type codes, bad
-// numbers, positions outside [0, 1], duplicate neurons in the type table)
-// gives an error naming the table and line.
+// Malformed input gives an error naming the table and line: missing
+// columns, short rows, unknown type codes, bad numbers, synapse counts of
+// 0, a non-NMJ row naming a neuron that is not in the type table (names are
+// compared exactly), positions outside [0, 1], duplicate neurons in the type
+// table; so do a type table without a neuron with a position and a
+// connection table without a connection between two of them (only a
+// header, say). The published WormAtlas NeuronConnect.csv breaks two of
+// these rules in four rows, which are accepted as they stand so that the
+// published file loads (see wormAtlasIrregular): the lower-case row
+// "avfl,avfr,Rp,1" names no neuron of the type table and is dropped, and
+// three rows with 0 synapses (VB01-AVFL twice, FLPR-VB01) are kept as
+// connections, which the same pairs have from rows with synapses anyway.
+// Any other such row, in that file or another, is an error.
 func LoadConnectome(connect, types io.Reader) (*Connectome, error) {
 	c, err := loadConnectome(connect, "connections", types, "types")
 	if err != nil {
@@ -377,6 +386,10 @@ func loadConnectome(connect io.Reader, connectLabel string, types io.Reader, typ
 		index[nr.name] = i
 	}
 
+	if len(neurons) == 0 {
+		return nil, fmt.Errorf("%s: no neuron with a soma position", typesLabel)
+	}
+
 	// Connections.
 	ct, err := openTable(connect, connectLabel, "Neuron 1", "Neuron 2", "Type", "Nbr")
 	if err != nil {
@@ -384,6 +397,7 @@ func loadConnectome(connect io.Reader, connectLabel string, types io.Reader, typ
 	}
 	var edges [][2]int
 	self := make(map[int]bool)
+	rows := 0
 	for {
 		f, line, err := ct.next()
 		if err == io.EOF {
@@ -392,6 +406,7 @@ func loadConnectome(connect io.Reader, connectLabel string, types io.Reader, typ
 		if err != nil {
 			return nil, err
 		}
+		rows++
 		a, b, typ, nbr := f[0], f[1], f[2], f[3]
 		if a == "" || b == "" {
 			return nil, fmt.Errorf("%s line %d: empty neuron name", connectLabel, line)
@@ -402,7 +417,11 @@ func loadConnectome(connect io.Reader, connectLabel string, types io.Reader, typ
 		}
 		k, err := strconv.Atoi(nbr)
 		if err != nil || k < 0 {
-			return nil, fmt.Errorf("%s line %d: bad synapse count Nbr %q (want a non-negative integer)", connectLabel, line, nbr)
+			return nil, fmt.Errorf("%s line %d: bad synapse count Nbr %q (want a positive integer)", connectLabel, line, nbr)
+		}
+		irregular := wormAtlasIrregular[[4]string{a, b, typ, nbr}]
+		if k == 0 && !irregular {
+			return nil, fmt.Errorf("%s line %d: synapse count Nbr 0 between %s and %s (a row with no synapses connects nothing)", connectLabel, line, a, b)
 		}
 		if !keep {
 			continue
@@ -410,13 +429,24 @@ func loadConnectome(connect io.Reader, connectLabel string, types io.Reader, typ
 		i, iok := index[a]
 		j, jok := index[b]
 		if !iok || !jok {
-			continue
+			for _, name := range []string{a, b} {
+				if _, listed := seen[name]; !listed && !irregular {
+					return nil, fmt.Errorf("%s line %d: neuron %q is not in %s", connectLabel, line, name, typesLabel)
+				}
+			}
+			continue // a neuron without a position, or the irregular row
 		}
 		if i == j {
 			self[i] = true
 			continue
 		}
 		edges = append(edges, [2]int{i, j})
+	}
+	switch {
+	case rows == 0:
+		return nil, fmt.Errorf("%s: no rows after the header", connectLabel)
+	case len(edges) == 0:
+		return nil, fmt.Errorf("%s: none of its %d rows connects two neurons of %s with a soma position", connectLabel, rows, typesLabel)
 	}
 	c, err := NewConnectome(names, positions, edges)
 	if err != nil {
@@ -428,6 +458,21 @@ func loadConnectome(connect io.Reader, connectLabel string, types io.Reader, typ
 		}
 	}
 	return c, nil
+}
+
+// wormAtlasIrregular are the rows (Neuron 1, Neuron 2, Type, Nbr, as in the
+// file) of the published WormAtlas NeuronConnect.csv that break the rules of
+// LoadConnectome, accepted there as they stand so that the published file
+// loads with the connectome every result of this module was computed on:
+// "avfl,avfr" names no neuron of NeuronType.csv (the same pair has upper-case
+// rows, and the row is dropped), and three rows give 0 synapses for pairs
+// that other rows of the file connect with synapses (they are kept as
+// connections, which changes nothing).
+var wormAtlasIrregular = map[[4]string]bool{
+	{"avfl", "avfr", "Rp", "1"}: true,
+	{"VB01", "AVFL", "Rp", "0"}: true,
+	{"AVFL", "VB01", "Sp", "0"}: true,
+	{"FLPR", "VB01", "Sp", "0"}: true,
 }
 
 // finite reports whether x is neither NaN nor infinite.

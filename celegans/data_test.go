@@ -31,8 +31,8 @@ func realConnectome(t *testing.T) *Connectome {
 }
 
 // A small well-formed pair of tables in the WormAtlas layout: trailing
-// commas, CRLF line ends, an NMJ row, a row naming an unknown neuron, a self
-// loop, a neuron without a position, and spaces around header names.
+// commas, CRLF line ends, NMJ rows, a self loop, a neuron without a position
+// (and a row naming it), and spaces around header names.
 const (
 	smallConnect = "Neuron 1,Neuron 2,Type,Nbr,\r\n" +
 		"AA,BB,S,2,\r\n" +
@@ -41,9 +41,8 @@ const (
 		"CC,BB,EJ,1,\r\n" +
 		"CC,NMJ,NMJ,4,\r\n" +
 		"DD,AA,NMJ,1,\r\n" +
-		"CC,ZZ,Sp,1,\r\n" +
 		"DD,DD,EJ,1,\r\n" +
-		"EE,AA,Rp,0,\r\n" +
+		"EE,AA,Rp,3,\r\n" +
 		"NP,AA,S,1,\r\n"
 	smallTypes = "Neuron,Soma Position,Soma Region, Span \r\n" +
 		"AA,0.5,M,S\r\n" +
@@ -62,8 +61,8 @@ func TestLoadConnectomeSmall(t *testing.T) {
 	assert.Equal(t, []float64{0, 0.1, 0.1, 0.5, 0.9}, c.Positions)
 	assert.Equal(t, 5, c.N())
 	// Edges: AA-BB (S and R merged), BB-CC (EJ both ways), EE-AA.
-	// NMJ rows, the unknown ZZ, the position-less NP and the self loop DD-DD
-	// are dropped; DD stays as an isolated neuron.
+	// NMJ rows, the position-less NP and the self loop DD-DD are dropped;
+	// DD stays as an isolated neuron.
 	assert.Equal(t, 3, c.Edges())
 	assert.Equal(t, 6, c.DirectedEdges())
 	assert.Equal(t, []string{"DD"}, c.SelfLoops())
@@ -123,6 +122,16 @@ func TestLoadConnectomeErrors(t *testing.T) {
 		{"NaN position", okConnect, "Neuron,Soma Position\nAA,NaN\n", "not in [0, 1]"},
 		{"duplicate neuron", okConnect, "Neuron,Soma Position\nAA,0.5\nBB,0.1\nAA,0.2\n", `types line 4: duplicate neuron "AA" (first on line 2)`},
 		{"bad quoting", "Neuron 1,Neuron 2,Type,Nbr\nAA,\"BB,S,1\n", okTypes, "connections"},
+		{"zero count", "Neuron 1,Neuron 2,Type,Nbr\nAA,BB,S,1\nBB,AA,R,0\n", okTypes, `connections line 3: synapse count Nbr 0 between BB and AA`},
+		{"zero count NMJ", "Neuron 1,Neuron 2,Type,Nbr\nAA,BB,S,1\nAA,NMJ,NMJ,0\n", okTypes, `connections line 3: synapse count Nbr 0`},
+		{"unknown first neuron", "Neuron 1,Neuron 2,Type,Nbr\nAA,BB,S,1\nZZ,AA,EJ,2\n", okTypes, `connections line 3: neuron "ZZ" is not in types`},
+		{"unknown second neuron", "Neuron 1,Neuron 2,Type,Nbr\nAA,BB,S,1\nAA,zz,EJ,2\n", okTypes, `connections line 3: neuron "zz" is not in types`},
+		{"lower case", "Neuron 1,Neuron 2,Type,Nbr\nAA,BB,S,1\naa,bb,S,1\n", okTypes, `connections line 3: neuron "aa" is not in types`},
+		{"header only", "Neuron 1,Neuron 2,Type,Nbr,\n", okTypes, "connections: no rows after the header"},
+		{"header and blank lines", "Neuron 1,Neuron 2,Type,Nbr\n\n\n", okTypes, "connections: no rows after the header"},
+		{"no edges", "Neuron 1,Neuron 2,Type,Nbr\nAA,AA,S,1\nAA,NMJ,NMJ,2\n", okTypes, "connections: none of its 2 rows connects two neurons of types"},
+		{"types header only", okConnect, "Neuron,Soma Position\n", "types: no neuron with a soma position"},
+		{"types without positions", okConnect, "Neuron,Soma Position\nAA,\nBB,\n", "types: no neuron with a soma position"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -132,6 +141,33 @@ func TestLoadConnectomeErrors(t *testing.T) {
 			assert.Contains(t, err.Error(), "celegans: LoadConnectome: ")
 			assert.Contains(t, err.Error(), tc.want)
 		})
+	}
+}
+
+// The four irregular rows of the published NeuronConnect.csv load as they
+// stand (the lower-case row dropped, the rows with 0 synapses kept), and
+// only those: the same irregularities in any other row are errors.
+func TestLoadConnectomeWormAtlasIrregularRows(t *testing.T) {
+	types := "Neuron,Soma Position\nAVFL,0.2\nAVFR,0.2\nVB01,0.3\nFLPR,0.9\n"
+	rows := "Neuron 1,Neuron 2,Type,Nbr,\n" +
+		"VB01,AVFL,R,1,\n" +
+		"VB01,AVFL,Rp,0,\n" +
+		"avfl,avfr,Rp,1,\n" +
+		"AVFL,AVFR,S,1,\n" +
+		"AVFL,VB01,Sp,0,\n" +
+		"FLPR,VB01,Sp,0,\n"
+	c, err := LoadConnectome(strings.NewReader(rows), strings.NewReader(types))
+	require.NoError(t, err)
+	assert.Equal(t, 3, c.Edges(), "AVFL-AVFR, AVFL-VB01 and VB01-FLPR")
+
+	for _, bad := range []struct{ row, want string }{
+		{"avfl,avfr,Rp,2,", `line 3: neuron "avfl" is not in types`},
+		{"avfr,avfl,Rp,1,", `line 3: neuron "avfr" is not in types`},
+		{"VB01,AVFL,R,0,", "line 3: synapse count Nbr 0 between VB01 and AVFL"},
+		{"FLPR,VB01,S,0,", "line 3: synapse count Nbr 0 between FLPR and VB01"},
+	} {
+		_, err := LoadConnectome(strings.NewReader("Neuron 1,Neuron 2,Type,Nbr,\nAVFL,AVFR,S,1,\n"+bad.row+"\n"), strings.NewReader(types))
+		assert.ErrorContains(t, err, bad.want, bad.row)
 	}
 }
 
@@ -148,6 +184,17 @@ func TestLoadConnectomeFilesErrors(t *testing.T) {
 
 	_, err = LoadConnectomeFiles(filepath.Join(dir, "missing.csv"), types)
 	assert.ErrorContains(t, err, "missing.csv")
+
+	// Errors in the rows name the file and the line.
+	for content, want := range map[string]string{
+		"Neuron 1,Neuron 2,Type,Nbr\nAA,BB,S,1\nAA,ZZ,S,1\n": connect + ` line 3: neuron "ZZ" is not in ` + types,
+		"Neuron 1,Neuron 2,Type,Nbr\nAA,BB,S,0\n":            connect + " line 2: synapse count Nbr 0",
+		"Neuron 1,Neuron 2,Type,Nbr\n":                       connect + ": no rows after the header",
+	} {
+		require.NoError(t, os.WriteFile(connect, []byte(content), 0o600))
+		_, err = LoadConnectomeFiles(connect, types)
+		assert.ErrorContains(t, err, want)
+	}
 }
 
 func TestNewConnectomeErrors(t *testing.T) {

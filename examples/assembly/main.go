@@ -27,6 +27,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"os"
 	"os/signal"
@@ -35,6 +36,7 @@ import (
 	"strings"
 
 	"github.com/permlab/permlab/dataset"
+	"github.com/permlab/permlab/internal/cli"
 	"github.com/permlab/permlab/models/digits"
 	"github.com/permlab/permlab/models/jigsaw"
 )
@@ -49,37 +51,103 @@ type options struct {
 }
 
 func main() {
-	var o options
-	flag.StringVar(&o.mnist, "mnist", "", "folder with the four MNIST IDX files")
-	flag.StringVar(&o.classifier, "classifier", "", "checkpoint of a models/digits classifier that judges the assemblies (none: skip the evaluation)")
-	flag.StringVar(&o.out, "out", ".", "output folder for the JSON, PNG and checkpoint")
-	flag.StringVar(&o.model, "model", "", "load this assembly network instead of training one")
-	flag.IntVar(&o.p, "p", 14, "pieces per side")
-	flag.IntVar(&o.steps, "steps", 4000, "Adam steps")
-	flag.IntVar(&o.batch, "batch", 32, "images per step")
-	flag.Float64Var(&o.lr, "lr", 1e-3, "Adam learning rate")
-	flag.IntVar(&o.evalN, "eval", 0, "judge the first n test digits only (0: all 10,000)")
-	flag.Uint64Var(&o.seed, "seed", 1, "seed of the weights, minibatches, scrambling and noise")
-	def := jigsaw.DefaultConfig(7)
-	flag.IntVar(&o.cfg.Filters, "filters", def.Filters, "convolution filters n_f")
-	flag.IntVar(&o.cfg.Kernel, "kernel", 3, "convolution kernel side K_s (odd)")
-	flag.IntVar(&o.cfg.Pool, "pool", def.Pool, "max-pool side and stride s")
-	flag.Float64Var(&o.cfg.Tau, "tau", def.Tau, "Sinkhorn temperature in training")
-	flag.IntVar(&o.cfg.Iters, "iters", def.Iters, "Sinkhorn iterations L")
-	flag.IntVar(&o.cfg.Samples, "samples", def.Samples, "Gumbel samples per image")
-	flag.Float64Var(&o.cfg.Noise, "noise", def.Noise, "scale of the Gumbel noise")
-	flag.IntVar(&o.cfg.Hidden, "hidden", 0, "ReLU units of a hidden layer after the pooled features (0: the paper's network)")
-	flag.BoolVar(&o.cfg.Context, "context", false, "feed the hidden layer the puzzle's mean piece feature too (needs -hidden)")
-	flag.BoolVar(&o.val, "val", false, "judge the validation digits (last 10,000 training digits, seen by neither network), for tuning, instead of the test digits")
-	flag.BoolVar(&o.quiet, "quiet", false, "no progress lines")
-	flag.Parse()
-
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
-	defer stop()
-	if err := run(ctx, o); err != nil {
-		fmt.Fprintln(os.Stderr, "assembly:", err)
-		os.Exit(1)
+	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+// trainingFlags are the flags that shape or train the network, which mean
+// nothing with -model.
+var trainingFlags = []string{"steps", "batch", "lr", "filters", "kernel", "pool", "tau", "iters", "samples", "noise", "hidden", "context"}
+
+// parse reads and checks the flags, and checks that the files they name are
+// there and that -out can be written, before any data is read; its errors
+// are usage errors (exit status 2) that name the flag.
+func parse(args []string, stderr io.Writer) (options, error) {
+	var o options
+	fs := flag.NewFlagSet("assembly", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&o.mnist, "mnist", "", "folder with the four MNIST IDX files (required)")
+	fs.StringVar(&o.classifier, "classifier", "", "checkpoint of a models/digits classifier that judges the assemblies (none: skip the evaluation)")
+	fs.StringVar(&o.out, "out", ".", "output folder for the JSON, PNG and checkpoint (made if missing)")
+	fs.StringVar(&o.model, "model", "", "load this assembly network instead of training one (its -p must be given; the training flags go)")
+	fs.IntVar(&o.p, "p", 14, "pieces per side, 2 to 28")
+	fs.IntVar(&o.steps, "steps", 4000, "Adam steps")
+	fs.IntVar(&o.batch, "batch", 32, "images per step")
+	fs.Float64Var(&o.lr, "lr", 1e-3, "Adam learning rate")
+	fs.IntVar(&o.evalN, "eval", 0, "judge the first n test digits only (0: all 10,000)")
+	fs.Uint64Var(&o.seed, "seed", 1, "seed of the weights, minibatches, scrambling and noise")
+	def := jigsaw.DefaultConfig(7)
+	fs.IntVar(&o.cfg.Filters, "filters", def.Filters, "convolution filters n_f")
+	fs.IntVar(&o.cfg.Kernel, "kernel", 3, "convolution kernel side K_s (odd)")
+	fs.IntVar(&o.cfg.Pool, "pool", def.Pool, "max-pool side and stride s, at most the piece side 28/p")
+	fs.Float64Var(&o.cfg.Tau, "tau", def.Tau, "Sinkhorn temperature in training")
+	fs.IntVar(&o.cfg.Iters, "iters", def.Iters, "Sinkhorn iterations L")
+	fs.IntVar(&o.cfg.Samples, "samples", def.Samples, "Gumbel samples per image")
+	fs.Float64Var(&o.cfg.Noise, "noise", def.Noise, "scale of the Gumbel noise")
+	fs.IntVar(&o.cfg.Hidden, "hidden", 0, "ReLU units of a hidden layer after the pooled features (0: the paper's network)")
+	fs.BoolVar(&o.cfg.Context, "context", false, "feed the hidden layer the puzzle's mean piece feature too (needs -hidden)")
+	fs.BoolVar(&o.val, "val", false, "judge the validation digits (last 10,000 training digits, seen by neither network), for tuning, instead of the test digits")
+	fs.BoolVar(&o.quiet, "quiet", false, "no progress lines")
+	if err := cli.Parse(fs, args); err != nil {
+		return o, err
 	}
+	var c cli.Check
+	c.That(o.p >= 2 && o.p <= 28, "-p must be in [2, 28], got %d", o.p)
+	c.AtLeast("-eval", o.evalN, 0)
+	if o.model != "" {
+		given := map[string]bool{}
+		fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
+		for _, name := range trainingFlags {
+			c.That(!given[name], "-%s trains a network; it does not go with -model, which loads one", name)
+		}
+	} else {
+		c.AtLeast("-steps", o.steps, 1)
+		c.AtLeast("-batch", o.batch, 1)
+		c.Positive("-lr", o.lr)
+		c.AtLeast("-filters", o.cfg.Filters, 1)
+		c.That(o.cfg.Kernel >= 1 && o.cfg.Kernel%2 == 1, "-kernel must be odd and >= 1, got %d", o.cfg.Kernel)
+		c.AtLeast("-pool", o.cfg.Pool, 1)
+		c.That(o.cfg.Pool <= 28/max(o.p, 1), "-pool %d exceeds the %d px pieces of -p %d", o.cfg.Pool, 28/max(o.p, 1), o.p)
+		c.Positive("-tau", o.cfg.Tau)
+		c.AtLeast("-iters", o.cfg.Iters, 1)
+		c.AtLeast("-samples", o.cfg.Samples, 1)
+		c.NonNegative("-noise", o.cfg.Noise)
+		c.AtLeast("-hidden", o.cfg.Hidden, 0)
+		c.That(!o.cfg.Context || o.cfg.Hidden > 0, "-context needs -hidden > 0")
+	}
+	if err := c.Err(); err != nil {
+		return o, err
+	}
+	if o.mnist == "" {
+		return o, cli.Usagef("no data: pass -mnist DIR (%s)", dataset.MNISTHelp)
+	}
+	if err := cli.InputDir("-mnist", o.mnist); err != nil {
+		return o, cli.Usagef("%v: %s", err, dataset.MNISTHelp)
+	}
+	if o.classifier != "" {
+		c.InputFile("-classifier", o.classifier)
+	}
+	if o.model != "" {
+		c.InputFile("-model", o.model)
+	}
+	c.OutputDir("-out", o.out)
+	return o, c.Err()
+}
+
+// run is the command; it returns the exit status: 2 for a bad command line
+// (nothing done), 1 for a failure, 130 when interrupted.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	o, err := parse(args, stderr)
+	if err == nil {
+		err = assemble(ctx, o, stdout, stderr)
+	}
+	if errors.Is(err, context.Canceled) {
+		fmt.Fprintln(stderr, "assembly: interrupted")
+		return 130
+	}
+	return cli.Exit(stderr, "assembly", err)
 }
 
 // result is the JSON the command writes.
@@ -107,9 +175,17 @@ type result struct {
 	Command            string                 `json:"command"`
 }
 
-func run(ctx context.Context, o options) error {
-	if o.mnist == "" {
-		return errors.New("no data: pass -mnist DIR (" + dataset.MNISTHelp + ")")
+// assemble trains or loads the network, judges it and writes the results.
+func assemble(ctx context.Context, o options, stdout, stderr io.Writer) error {
+	var loaded *jigsaw.Net
+	if o.model != "" {
+		var err error
+		if loaded, err = jigsaw.LoadFile(o.model); err != nil {
+			return err
+		}
+		if p := loaded.Grid().P; p != o.p {
+			return cli.Usagef("-model %s has %d pieces per side, -p says %d: pass -p %d", o.model, p, o.p, p)
+		}
 	}
 	full, test, err := dataset.LoadMNIST(o.mnist)
 	if err != nil {
@@ -123,8 +199,11 @@ func run(ctx context.Context, o options) error {
 		test = val
 	}
 	res := result{Split: split(o.val), P: o.p, Steps: o.steps, Batch: o.batch, LR: o.lr, Seed: o.seed, GoMaxProcs: runtime.GOMAXPROCS(0), Command: strings.Join(os.Args, " ")}
-	net, err := trainOrLoad(ctx, o, train, &res)
-	if err != nil {
+	net := loaded
+	if net != nil {
+		// Training settings live in the JSON of the run that trained it.
+		res.Steps, res.Batch, res.LR, res.Model = 0, 0, 0, o.model
+	} else if net, err = trainNet(ctx, o, train, &res, stderr); err != nil {
 		return err
 	}
 	res.Config, res.Params, res.PieceSide = net.Config(), net.NumParams(), net.Grid().PieceH
@@ -149,7 +228,7 @@ func run(ctx context.Context, o options) error {
 		return err
 	}
 	if o.classifier == "" {
-		fmt.Fprintln(os.Stderr, "no -classifier: assemblies not judged")
+		fmt.Fprintln(stderr, "no -classifier: assemblies not judged")
 	} else {
 		clf, err := digits.Load(o.classifier)
 		if err != nil {
@@ -159,7 +238,7 @@ func run(ctx context.Context, o options) error {
 		if res.ClassifierAccuracy, err = clf.Accuracy(held); err != nil {
 			return err
 		}
-		fmt.Fprintf(os.Stderr, "classifier accuracy on the %d evaluation digits: %.4f\n", held.N, res.ClassifierAccuracy)
+		fmt.Fprintf(stderr, "classifier accuracy on the %d evaluation digits: %.4f\n", held.N, res.ClassifierAccuracy)
 		g := net.Grid()
 		classify := func(pix []float64, count int) ([]int, error) {
 			return clf.Predict(&dataset.Images{N: count, Channels: g.Channels, Height: g.Height, Width: g.Width, Pixels: pix})
@@ -167,21 +246,18 @@ func run(ctx context.Context, o options) error {
 		if res.Assembly, err = net.AssemblyRates(z, classify); err != nil {
 			return err
 		}
-		fmt.Print(formatRates(res.Assembly))
+		fmt.Fprint(stdout, formatRates(res.Assembly))
 	}
 	if err := writeJSON(base+".json", res); err != nil {
 		return err
 	}
-	fmt.Fprintf(os.Stderr, "wrote %s.{json,png}\n", base)
+	fmt.Fprintf(stderr, "wrote %s.{json,png}\n", base)
 	return nil
 }
 
-func trainOrLoad(ctx context.Context, o options, train *dataset.Images, res *result) (*jigsaw.Net, error) {
-	if o.model != "" {
-		// Training settings live in the JSON of the run that trained it.
-		res.Steps, res.Batch, res.LR, res.Model = 0, 0, 0, o.model
-		return jigsaw.LoadFile(o.model)
-	}
+// trainNet trains the network of the options, going on from the
+// checkpoint an earlier run left in -out.
+func trainNet(ctx context.Context, o options, train *dataset.Images, res *result, stderr io.Writer) (*jigsaw.Net, error) {
 	cfg := o.cfg
 	cfg.P, cfg.Channels, cfg.Height, cfg.Width, cfg.Heads = o.p, 1, 28, 28, 10
 	net, err := jigsaw.New(cfg, o.seed)
@@ -196,17 +272,17 @@ func trainOrLoad(ctx context.Context, o options, train *dataset.Images, res *res
 	tc := jigsaw.TrainConfig{Steps: o.steps, Batch: o.batch, LR: o.lr, Seed: o.seed, ReportEvery: 100, Checkpoint: ckpt}
 	if !o.quiet {
 		tc.Progress = func(step int, loss, ips float64) {
-			fmt.Fprintf(os.Stderr, "step %d/%d loss %.5f %.0f images/s\n", step, o.steps, loss, ips)
+			fmt.Fprintf(stderr, "step %d/%d loss %.5f %.0f images/s\n", step, o.steps, loss, ips)
 		}
 	}
 	tc.Resumed = func(step int, _ float64) {
-		fmt.Fprintf(os.Stderr, "resuming from step %d of %s\n", step, ckpt)
+		fmt.Fprintf(stderr, "resuming from step %d of %s\n", step, ckpt)
 	}
-	fmt.Fprintf(os.Stderr, "%dx%d pieces of %d px, 10 heads, %d parameters, %d steps of %d\n", o.p, o.p, net.Grid().PieceH, net.NumParams(), o.steps, o.batch)
+	fmt.Fprintf(stderr, "%dx%d pieces of %d px, 10 heads, %d parameters, %d steps of %d\n", o.p, o.p, net.Grid().PieceH, net.NumParams(), o.steps, o.batch)
 	tr, err := net.Train(ctx, jigsaw.Data{Pixels: train.Pixels, Labels: train.Labels}, tc)
 	if err != nil {
 		if tr != nil && ctx.Err() != nil {
-			fmt.Fprintf(os.Stderr, "stopped after step %d; the same command goes on from %s\n", len(tr.Losses), ckpt)
+			fmt.Fprintf(stderr, "stopped after step %d; the same command goes on from %s\n", len(tr.Losses), ckpt)
 		}
 		return nil, err
 	}

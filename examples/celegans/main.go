@@ -24,6 +24,7 @@ import (
 
 	"github.com/permlab/permlab/celegans"
 	"github.com/permlab/permlab/compare"
+	"github.com/permlab/permlab/internal/cli"
 )
 
 const usage = `Usage: go run ./examples/celegans [flags]
@@ -90,6 +91,11 @@ that table again from the results files under DIR/tune, running nothing.
 Give every run exclusive cores: budgets are wall-clock. See deploy/ for a
 Kubernetes Indexed Job and a Slurm array script.
 
+Every flag is checked, and -out tried for writing, before any data is read:
+a bad command line exits with status 2 having done nothing; a failure (a
+connectome file that does not load, a failed run) exits with 1, an
+interrupted run with 130.
+
 Flags:
 `
 
@@ -104,23 +110,27 @@ type options struct {
 	// hyper holds the method hyperparameters, one flag each, starting from
 	// celegans.DefaultSettings (the settings of the reported tables).
 	hyper celegans.Settings
+
+	fs *flag.FlagSet // the flags, to tell which were given
 }
 
 func newFlags(o *options, out io.Writer) *flag.FlagSet {
 	fs := flag.NewFlagSet("celegans", flag.ContinueOnError)
 	fs.SetOutput(out)
+	o.fs = fs
+	def := celegans.DefaultSettings()
 	fs.StringVar(&o.table, "table", "", "which table to run: 3, 7 or all (default: the quick comparison, cell 40-easy)")
 	fs.StringVar(&o.cells, "cells", "", "comma-separated cell labels to run, within -table (default: all cells of -table)")
 	fs.IntVar(&o.seeds, "seeds", 1, "number of seeds (independent simulations, each with its own W) per cell")
 	fs.IntVar(&o.seedStart, "seed-start", 1, "first seed: runs use seeds seed-start … seed-start+seeds-1 (the tables use 1-5, the hyperparameters were tuned on 101-104)")
 	fs.StringVar(&o.connect, "connect", "", "path of the WormAtlas `NeuronConnect.csv` (with -types; default: the synthetic worm)")
 	fs.StringVar(&o.types, "types", "", "path of the WormAtlas `NeuronType.csv` (soma positions; with -connect)")
-	fs.IntVar(&o.neurons, "neurons", celegans.DefaultNeurons, "neurons of the synthetic worm, when no -connect/-types are given")
+	fs.IntVar(&o.neurons, "neurons", celegans.DefaultNeurons, "neurons of the synthetic worm (not with -connect/-types)")
 	fs.StringVar(&o.out, "out", filepath.Join("out", "celegans"), "output `dir`ectory for results, report and figures; also the resume point")
 	fs.DurationVar(&o.budget, "budget", 35*time.Second, "wall-clock time per run, the same for every method (0: no limit, then -steps/-sweeps end runs)")
 	fs.StringVar(&o.methods, "methods", "", "comma-separated methods to run (default all: "+methodList()+")")
-	fs.IntVar(&o.steps, "steps", 0, fmt.Sprintf("most optimisation steps of the variational methods (default %d)", celegans.DefaultSettings().Steps))
-	fs.IntVar(&o.sweeps, "sweeps", 0, fmt.Sprintf("most MCMC sweeps (default %d)", celegans.DefaultSettings().Sweeps))
+	fs.IntVar(&o.steps, "steps", def.Steps, "most optimisation steps of the variational methods")
+	fs.IntVar(&o.sweeps, "sweeps", def.Sweeps, "most MCMC sweeps")
 	fs.IntVar(&o.t, "T", celegans.DefaultT, "time steps recorded per worm")
 	fs.IntVar(&o.trace, "trace", 5, "record the accuracy every this many steps or sweeps, for the accuracy-time figure (0: off)")
 	fs.StringVar(&o.traceCell, "trace-cell", "", "cell of the accuracy-time figure (default: the first cell run)")
@@ -132,7 +142,6 @@ func newFlags(o *options, out io.Writer) *flag.FlagSet {
 
 	// Hyperparameters of the methods (celegans.Settings), defaults as in the
 	// reported tables.
-	def := celegans.DefaultSettings()
 	o.hyper = def
 	h := &o.hyper
 	fs.IntVar(&h.K, "k", def.K, "variational methods: samples per ELBO step")
@@ -143,14 +152,14 @@ func newFlags(o *options, out io.Writer) *flag.FlagSet {
 	fs.Float64Var(&h.SigmaW, "sigma-w", def.SigmaW, "prior standard deviation of each non-zero entry of W (every method)")
 	fs.Float64Var(&h.WStd0, "w-std0", def.WStd0, "variational methods: initial standard deviation of q(W)")
 	fs.IntVar(&h.Mean, "mean-samples", def.Mean, "variational methods: samples averaged for the posterior mean of P")
-	fs.IntVar(&h.PlateauWindow, "plateau-window", def.PlateauWindow, "Gumbel-Sinkhorn: restart a fit whose ELBO stopped rising over this many steps (0: one fit)")
+	fs.IntVar(&h.PlateauWindow, "plateau-window", def.PlateauWindow, "Gumbel-Sinkhorn: restart a fit whose ELBO stopped rising over this many steps, at least 2 (0: one fit)")
 	fs.Float64Var(&h.RoundTau, "round-tau", def.RoundTau, "rounding VI: interpolation towards the rounded permutation, in (0, 1]")
 	fs.Float64Var(&h.RoundNoise, "round-noise", def.RoundNoise, "rounding VI: initial noise scale of Ψ")
 	fs.Float64Var(&h.PriorStd, "prior-std", def.PriorStd, "rounding VI: standard deviation of each component of the entry prior")
 	fs.Float64Var(&h.RoundLR, "round-lr", def.RoundLR, "rounding VI: Adam learning rate (0: -lr)")
 	fs.IntVar(&h.Chains, "chains", def.Chains, "MCMC: chains, run in parallel and pooled (0: 1)")
 	fs.IntVar(&h.Thin, "thin", def.Thin, "MCMC: sweeps between recorded draws (0: 10)")
-	fs.StringVar(&h.Estimator, "estimator", def.Estimator, "MCMC: which draws give the estimate: half (second half, the default), tail (last 90%) or best (highest likelihood)")
+	fs.StringVar(&h.Estimator, "estimator", def.Estimator, "MCMC: which draws give the estimate: half (second half; empty means half), tail (last 90%) or best (highest likelihood)")
 	fs.IntVar(&h.BlockMoves, "block-moves", def.BlockMoves, "MCMC: block proposals (up to 4 rows) per worm and sweep (0: none)")
 
 	fs.StringVar(&o.report, "report", "", "print the report of the experiment in this `dir`ectory, recomputed from its results files and summary.json; runs nothing")
@@ -176,75 +185,173 @@ func splitList(s string) []string {
 	return out
 }
 
-// experiment builds the experiment the options describe.
-func (o *options) experiment(warn io.Writer) (*celegans.Experiment, error) {
-	if o.seeds < 1 {
-		return nil, fmt.Errorf("-seeds must be >= 1, got %d", o.seeds)
+// given reports whether the flag name was on the command line.
+func (o *options) given(name string) bool {
+	found := false
+	if o.fs != nil {
+		o.fs.Visit(func(f *flag.Flag) { found = found || f.Name == name })
 	}
-	if o.trace < 0 {
-		return nil, fmt.Errorf("-trace must be >= 0, got %d", o.trace)
-	}
-	if o.out == "" {
-		return nil, errors.New("-out must not be empty")
-	}
-	var err error
-	if o.seedStart < 1 {
-		return nil, fmt.Errorf("-seed-start must be >= 1, got %d", o.seedStart)
-	}
-	e := &celegans.Experiment{Seeds: o.seeds, SeedStart: o.seedStart, T: o.t, OutDir: o.out, TraceCell: o.traceCell}
-	if e.Shard, err = o.shardOf(); err != nil {
-		return nil, err
-	}
+	return found
+}
 
-	labels := splitList(o.cells)
-	switch {
-	case o.table == "" && len(labels) == 0:
-		e.Cells, err = celegans.SelectCells("3", []string{"40-easy"})
+// trimPrefix removes the package prefixes ("celegans: SelectCells: ") of a
+// library error, for a message that names the flag instead.
+func trimPrefix(err error, prefixes ...string) string {
+	msg := err.Error()
+	for _, p := range prefixes {
+		msg = strings.TrimPrefix(msg, p)
+	}
+	return msg
+}
+
+// selectCells returns the cells -table and -cells select.
+func (o *options) selectCells() ([]celegans.Cell, error) {
+	switch strings.ToLower(strings.TrimSpace(o.table)) {
+	case "", "3", "7", "all":
 	default:
-		e.Cells, err = celegans.SelectCells(o.table, labels)
+		return nil, cli.Usagef("-table must be 3, 7 or all, got %q (the supplementary C. elegans table is Table 7 in the paper; Table 5 is digit assembly)", o.table)
 	}
+	labels := splitList(o.cells)
+	if o.table == "" && len(labels) == 0 {
+		labels = []string{"40-easy"}
+		return celegans.SelectCells("3", labels)
+	}
+	cells, err := celegans.SelectCells(o.table, labels)
 	if err != nil {
-		return nil, err
+		return nil, cli.Usagef("-cells: %s", trimPrefix(err, "celegans: ", "SelectCells: "))
+	}
+	return cells, nil
+}
+
+// validate checks every flag, and that the input files they name are
+// there, without reading any data: its errors are usage errors that name
+// the flag. It returns the selected cells and the shard.
+func (o *options) validate() ([]celegans.Cell, compare.Shard, error) {
+	var sh compare.Shard
+	var c cli.Check
+	c.AtLeast("-seeds", o.seeds, 1)
+	c.AtLeast("-seed-start", o.seedStart, 1)
+	c.That(o.budget >= 0, "-budget must be >= 0 (0: no limit), got %v", o.budget)
+	c.AtLeast("-steps", o.steps, 1)
+	c.AtLeast("-sweeps", o.sweeps, 1)
+	c.AtLeast("-T", o.t, 2)
+	c.AtLeast("-trace", o.trace, 0)
+	c.That(o.out != "", "-out must not be empty")
+
+	h := o.hyper
+	c.AtLeast("-k", h.K, 1)
+	c.Positive("-lr", h.LR)
+	c.Positive("-tau", h.Tau)
+	c.Positive("-tau-prior", h.TauPrior)
+	c.AtLeast("-iters", h.Iters, 1)
+	c.Positive("-sigma-w", h.SigmaW)
+	c.Positive("-w-std0", h.WStd0)
+	c.AtLeast("-mean-samples", h.Mean, 1)
+	c.That(h.PlateauWindow == 0 || h.PlateauWindow >= 2, "-plateau-window must be 0 (one fit) or >= 2, got %d", h.PlateauWindow)
+	c.That(h.RoundTau > 0 && h.RoundTau <= 1, "-round-tau must be in (0, 1], got %v", h.RoundTau)
+	c.Positive("-round-noise", h.RoundNoise)
+	c.Positive("-prior-std", h.PriorStd)
+	c.NonNegative("-round-lr", h.RoundLR)
+	c.AtLeast("-chains", h.Chains, 0)
+	c.AtLeast("-thin", h.Thin, 0)
+	c.AtLeast("-block-moves", h.BlockMoves, 0)
+	if h.Estimator != "" {
+		c.OneOf("-estimator", h.Estimator, celegans.EstimateHalf, celegans.EstimateTail, celegans.EstimateBest)
 	}
 
-	if names := splitList(o.methods); len(names) > 0 {
-		for _, name := range names {
-			m, err := celegans.ParseMethod(name)
-			if err != nil {
-				return nil, err
-			}
-			e.Methods = append(e.Methods, m)
+	seen := map[celegans.Method]bool{}
+	for _, name := range splitList(o.methods) {
+		m, err := celegans.ParseMethod(name)
+		if err != nil {
+			c.Add(cli.Usagef("-methods: %s", trimPrefix(err, "celegans: ")))
+			break
 		}
+		c.That(!seen[m], "-methods lists %s twice", m)
+		seen[m] = true
 	}
 
 	switch {
 	case o.connect != "" && o.types != "":
-		e.Connectome, err = celegans.LoadConnectomeFiles(o.connect, o.types)
-		e.ConnectomeName = "WormAtlas (" + filepath.Base(o.connect) + ", " + filepath.Base(o.types) + ")"
-		if err == nil {
-			if msg := e.Connectome.WormAtlasMismatch(); msg != "" {
-				fmt.Fprintln(warn, "celegans: warning:", msg)
-			}
-		}
+		c.InputFile("-connect", o.connect)
+		c.InputFile("-types", o.types)
+		c.That(!o.given("neurons"), "-neurons is the size of the synthetic worm; it does not go with -connect and -types")
 	case o.connect != "" || o.types != "":
-		return nil, errors.New("-connect and -types go together")
+		c.That(false, "-connect and -types go together")
 	default:
-		e.Connectome, err = celegans.Synthetic(o.neurons, 1)
-		e.ConnectomeName = "synthetic (seed 1)"
+		c.AtLeast("-neurons", o.neurons, 2)
 	}
+	if o.report != "" {
+		c.InputDir("-report", o.report)
+	}
+	if o.tune != "" {
+		c.InputFile("-tune", o.tune)
+	}
+	if err := c.Err(); err != nil {
+		return nil, sh, err
+	}
+
+	cells, err := o.selectCells()
+	if err != nil {
+		return nil, sh, err
+	}
+	if o.connect == "" {
+		// The synthetic worm's size is known before it is drawn.
+		for _, cell := range cells {
+			c.That(cell.Known < o.neurons, "-neurons %d: too few for cell %s, which has %d known neurons", o.neurons, cell.Key(), cell.Known)
+			c.That(cell.Nu > 0 || cell.Candidates <= float64(o.neurons), "-neurons %d: too few for cell %s, which has %g candidates per neuron", o.neurons, cell.Key(), cell.Candidates)
+		}
+	}
+	if o.traceCell != "" {
+		ok := false
+		for _, cell := range cells {
+			ok = ok || cell.Key() == o.traceCell || cell.Label == o.traceCell
+		}
+		c.That(ok, "-trace-cell %q is not among the cells run", o.traceCell)
+	}
+	if err := c.Err(); err != nil {
+		return nil, sh, err
+	}
+	if sh, err = o.shardOf(); err != nil {
+		return nil, sh, err
+	}
+	if _, err := compare.PinFromEnv(); err != nil {
+		return nil, sh, cli.Usage(err)
+	}
+	return cells, sh, nil
+}
+
+// experiment checks the options (validate) and builds the experiment they
+// describe, reading the connectome. Its errors from validate are usage
+// errors; a connectome file that does not load is a failure.
+func (o *options) experiment(warn io.Writer) (*celegans.Experiment, error) {
+	cells, sh, err := o.validate()
 	if err != nil {
 		return nil, err
 	}
+	e := &celegans.Experiment{Cells: cells, Seeds: o.seeds, SeedStart: o.seedStart, T: o.t, OutDir: o.out, TraceCell: o.traceCell, Shard: sh}
+	for _, name := range splitList(o.methods) {
+		m, _ := celegans.ParseMethod(name) // checked by validate
+		e.Methods = append(e.Methods, m)
+	}
+
+	if o.connect != "" {
+		e.Connectome, err = celegans.LoadConnectomeFiles(o.connect, o.types)
+		if err != nil {
+			return nil, err
+		}
+		e.ConnectomeName = "WormAtlas (" + filepath.Base(o.connect) + ", " + filepath.Base(o.types) + ")"
+		if msg := e.Connectome.WormAtlasMismatch(); msg != "" {
+			fmt.Fprintln(warn, "celegans: warning:", msg)
+		}
+	} else {
+		if e.Connectome, err = celegans.Synthetic(o.neurons, 1); err != nil {
+			return nil, err
+		}
+		e.ConnectomeName = "synthetic (seed 1)"
+	}
 
 	s := o.hyper
-	s.Budget = o.budget
-	if o.steps > 0 {
-		s.Steps = o.steps
-	}
-	if o.sweeps > 0 {
-		s.Sweeps = o.sweeps
-	}
-	s.TraceEvery = o.trace
+	s.Budget, s.Steps, s.Sweeps, s.TraceEvery = o.budget, o.steps, o.sweeps, o.trace
 	e.Settings = s
 	return e, nil
 }
@@ -253,23 +360,28 @@ func (o *options) experiment(warn io.Writer) (*celegans.Experiment, error) {
 func (o *options) shardOf() (compare.Shard, error) {
 	sh, err := compare.ParseShard(o.shard)
 	if err != nil {
+		return sh, cli.Usagef("-shard: %s", trimPrefix(err, "compare: "))
+	}
+	var c cli.Check
+	c.AtLeast("-shards", o.shards, 0)
+	c.AtLeast("-workers", o.workers, 0)
+	c.AtLeast("-cores-per-worker", o.perWork, 1)
+	c.That(o.workers > 0 || !o.given("cores-per-worker"), "-cores-per-worker goes with -workers")
+	c.That(o.shard == "" || o.shards == 0, "-shard and -shards exclude each other")
+	c.That(o.workers == 0 || (o.shard == "" && o.shards == 0), "-workers runs the shards itself; it does not go with -shard or -shards")
+	c.That(o.workers*o.perWork <= runtime.NumCPU(), "-workers %d x -cores-per-worker %d needs %d cores, this machine has %d", o.workers, o.perWork, o.workers*o.perWork, runtime.NumCPU())
+	if err := c.Err(); err != nil {
 		return sh, err
 	}
 	if o.shards > 0 {
-		if o.shard != "" {
-			return sh, errors.New("-shard and -shards exclude each other")
-		}
 		env, ok, err := compare.ShardFromEnv(o.shards)
 		if err != nil {
-			return sh, err
+			return sh, cli.Usagef("-shards %d: %s", o.shards, trimPrefix(err, "compare: "))
 		}
 		if !ok {
-			return sh, fmt.Errorf("-shards %d: neither %s nor %s is set", o.shards, compare.EnvKubernetesIndex, compare.EnvSlurmIndex)
+			return sh, cli.Usagef("-shards %d: neither %s nor %s is set", o.shards, compare.EnvKubernetesIndex, compare.EnvSlurmIndex)
 		}
 		sh = env
-	}
-	if o.workers != 0 && (sh.Count > 1 || o.workers < 1 || o.perWork < 1) {
-		return sh, errors.New("-workers needs a count >= 1 and -cores-per-worker >= 1, and no -shard")
 	}
 	return sh, nil
 }
@@ -294,13 +406,11 @@ func runWorkers(ctx context.Context, o *options, args []string, stderr io.Writer
 		rest = append(rest, args[i])
 	}
 	w := &compare.Workers{Count: o.workers, CPUsPerWorker: o.perWork, Command: append([]string{exe}, rest...), Stdout: stderr, Stderr: stderr}
-	if o.workers*o.perWork > runtime.NumCPU() {
-		return fmt.Errorf("-workers %d x -cores-per-worker %d needs %d cores, this machine has %d", o.workers, o.perWork, o.workers*o.perWork, runtime.NumCPU())
-	}
 	return w.Run(ctx)
 }
 
-// run is the command; it returns the exit status.
+// run is the command; it returns the exit status: 2 for a bad command line
+// (nothing done), 1 for a failure, 130 when interrupted.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	var o options
 	fs := newFlags(&o, stderr)
@@ -308,21 +418,16 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprint(stderr, usage)
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return 2
+	if err := cli.Parse(fs, args); err != nil {
+		return cli.Exit(stderr, "celegans", err)
 	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "celegans: unexpected arguments %q (see -h)\n", fs.Args())
-		return 2
+	if _, _, err := o.validate(); err != nil {
+		return cli.Exit(stderr, "celegans", err)
 	}
 	if o.report != "" && o.tune == "" {
 		sum, err := celegans.Report(o.report)
 		if err != nil {
-			fmt.Fprintln(stderr, "celegans:", err)
-			return 1
+			return cli.Exit(stderr, "celegans", err)
 		}
 		fmt.Fprint(stdout, sum.Markdown())
 		return 0
@@ -330,16 +435,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if o.tune != "" {
 		return runTuning(ctx, &o, fs, stdout, stderr)
 	}
+	if err := cli.OutputDir("-out", o.out); err != nil {
+		return cli.Exit(stderr, "celegans", err)
+	}
 	e, err := o.experiment(stderr)
 	if err != nil {
-		fmt.Fprintln(stderr, "celegans:", err)
-		return 2
+		return cli.Exit(stderr, "celegans", err)
 	}
 
-	if _, err := compare.PinFromEnv(); err != nil {
-		fmt.Fprintln(stderr, "celegans:", err)
-		return 2
-	}
 	start := time.Now()
 	if o.workers > 0 {
 		if err := runWorkers(ctx, &o, args, stderr); err != nil {
@@ -376,8 +479,7 @@ func shardStatus(err error, sum *celegans.Summary, stderr io.Writer, out string)
 		fmt.Fprintf(stderr, "celegans: interrupted; the finished runs are in %s: run the same command again to resume\n", out)
 		return 130
 	case err != nil:
-		fmt.Fprintln(stderr, "celegans:", err)
-		return 1
+		return cli.Exit(stderr, "celegans", err)
 	case len(sum.Failures) > 0:
 		fmt.Fprintf(stderr, "celegans: %d run(s) failed (listed above); they are tried again on the next run\n", len(sum.Failures))
 		return 1

@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -73,22 +74,108 @@ func TestHyperparameterFlags(t *testing.T) {
 	assert.ErrorContains(t, err, "-seed-start")
 }
 
+// Bad command lines exit with status 2 and a message naming the flag,
+// before reading any data or writing anything.
 func TestBadArguments(t *testing.T) {
-	for _, args := range [][]string{
-		{"-table", "4"},
-		{"-cells", "40-easy,nope"},
-		{"-connect", "x.csv"},
-		{"-connect", "missing.csv", "-types", "missing.csv"},
-		{"-methods", "mcmc,simplex"},
-		{"-seeds", "0"},
-		{"-trace", "-1"},
-		{"-budget", "soon"},
-		{"extra"},
+	dir := t.TempDir()
+	file := filepath.Join(dir, "file")
+	require.NoError(t, os.WriteFile(file, []byte("x"), 0o644))
+	missing := filepath.Join(dir, "missing.csv")
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-table", "4"}, "-table must be 3, 7 or all"},
+		{[]string{"-cells", "40-easy,nope"}, `-cells: no cell "nope"`},
+		{[]string{"-connect", "x.csv"}, "-connect and -types go together"},
+		{[]string{"-types", "x.csv"}, "-connect and -types go together"},
+		{[]string{"-connect", missing, "-types", file}, "-connect " + missing + ": no such file"},
+		{[]string{"-connect", file, "-types", dir}, "-types " + dir + ": is a directory"},
+		{[]string{"-connect", file, "-types", file, "-neurons", "40"}, "-neurons is the size of the synthetic worm"},
+		{[]string{"-methods", "mcmc,simplex"}, `-methods: unknown method "simplex"`},
+		{[]string{"-methods", "mcmc,mcmc"}, "-methods lists mcmc twice"},
+		{[]string{"-seeds", "0"}, "-seeds must be >= 1, got 0"},
+		{[]string{"-seed-start", "0"}, "-seed-start must be >= 1"},
+		{[]string{"-trace", "-1"}, "-trace must be >= 0"},
+		{[]string{"-trace-cell", "10c-1w"}, `-trace-cell "10c-1w" is not among the cells run`},
+		{[]string{"-budget", "soon"}, "-budget"},
+		{[]string{"-budget", "-1s"}, "-budget must be >= 0"},
+		{[]string{"-steps", "0"}, "-steps must be >= 1, got 0"},
+		{[]string{"-steps", "-1"}, "-steps must be >= 1, got -1"},
+		{[]string{"-sweeps", "-1"}, "-sweeps must be >= 1"},
+		{[]string{"-sweeps", "0"}, "-sweeps must be >= 1"},
+		{[]string{"-T", "0"}, "-T must be >= 2, got 0"},
+		{[]string{"-T", "1"}, "-T must be >= 2, got 1"},
+		{[]string{"-neurons", "0"}, "-neurons must be >= 2, got 0"},
+		{[]string{"-neurons", "-5"}, "-neurons must be >= 2"},
+		{[]string{"-neurons", "100"}, "-neurons 100: too few for cell t3/40-easy"},
+		{[]string{"-neurons", "20", "-table", "7", "-cells", "30c-1w"}, "-neurons 20: too few for cell t7/30c-1w"},
+		{[]string{"-k", "0"}, "-k must be >= 1"},
+		{[]string{"-lr", "0"}, "-lr must be finite and > 0"},
+		{[]string{"-tau", "-1"}, "-tau must be"},
+		{[]string{"-tau-prior", "0"}, "-tau-prior must be"},
+		{[]string{"-iters", "0"}, "-iters must be >= 1"},
+		{[]string{"-sigma-w", "0"}, "-sigma-w must be"},
+		{[]string{"-w-std0", "-0.1"}, "-w-std0 must be"},
+		{[]string{"-mean-samples", "0"}, "-mean-samples must be >= 1"},
+		{[]string{"-plateau-window", "1"}, "-plateau-window must be 0 (one fit) or >= 2"},
+		{[]string{"-plateau-window", "-3"}, "-plateau-window"},
+		{[]string{"-round-tau", "1.5"}, "-round-tau must be in (0, 1]"},
+		{[]string{"-round-noise", "0"}, "-round-noise must be"},
+		{[]string{"-prior-std", "0"}, "-prior-std must be"},
+		{[]string{"-round-lr", "-0.1"}, "-round-lr must be finite and >= 0"},
+		{[]string{"-chains", "-1"}, "-chains must be >= 0"},
+		{[]string{"-thin", "-1"}, "-thin must be >= 0"},
+		{[]string{"-block-moves", "-1"}, "-block-moves must be >= 0"},
+		{[]string{"-estimator", "mean"}, `-estimator "mean": want half, tail, best`},
+		{[]string{"-shard", "2/2"}, "-shard: shard \"2/2\""},
+		{[]string{"-shard", "0/2", "-shards", "2"}, "-shard and -shards exclude each other"},
+		{[]string{"-shards", "-1"}, "-shards must be >= 0"},
+		{[]string{"-shards", "2"}, "-shards 2: neither"},
+		{[]string{"-workers", "-1"}, "-workers must be >= 0"},
+		{[]string{"-workers", "1", "-shard", "0/2"}, "-workers runs the shards itself"},
+		{[]string{"-workers", "1", "-cores-per-worker", "0"}, "-cores-per-worker must be >= 1"},
+		{[]string{"-workers", "1000"}, "-workers 1000 x -cores-per-worker 1 needs 1000 cores"},
+		{[]string{"-cores-per-worker", "2"}, "-cores-per-worker goes with -workers"},
+		{[]string{"-out", ""}, "-out must not be empty"},
+		{[]string{"-out", filepath.Join(file, "sub")}, "-out " + filepath.Join(file, "sub") + ": " + file + " is not a directory"},
+		{[]string{"-report", missing}, "-report " + missing},
+		{[]string{"-report", file}, "-report " + file + ": not a directory"},
+		{[]string{"-tune", missing}, "-tune " + missing},
+		{[]string{"extra"}, `unexpected argument "extra"`},
+		{[]string{"-seeds", "2", "extra", "-out", dir}, `unexpected argument "extra"`},
+		{[]string{"-nope"}, "flag provided but not defined: -nope"},
 	} {
-		var stdout, stderr bytes.Buffer
-		assert.Equal(t, 2, run(context.Background(), args, &stdout, &stderr), "%v", args)
-		assert.NotEmpty(t, stderr.String(), "%v", args)
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			t.Setenv(compare.EnvKubernetesIndex, "")
+			os.Unsetenv(compare.EnvKubernetesIndex)
+			t.Setenv(compare.EnvSlurmIndex, "")
+			os.Unsetenv(compare.EnvSlurmIndex)
+			out := filepath.Join(t.TempDir(), "out")
+			args := append([]string{"-out", out}, tc.args...)
+			var stdout, stderr bytes.Buffer
+			assert.Equal(t, 2, run(context.Background(), args, &stdout, &stderr))
+			assert.Contains(t, stderr.String(), tc.want)
+			assert.NotContains(t, stderr.String(), "celegans: celegans:")
+			assert.Empty(t, stdout.String())
+			assert.NoDirExists(t, out, "nothing written")
+		})
 	}
+}
+
+// A connectome file that does not load is a failure (status 1), reported
+// once with the file and line, before anything runs.
+func TestBadConnectome(t *testing.T) {
+	dir := t.TempDir()
+	connect, types := filepath.Join(dir, "c.csv"), filepath.Join(dir, "t.csv")
+	require.NoError(t, os.WriteFile(connect, []byte("Neuron 1,Neuron 2,Type,Nbr\nAA,BB,S,1\nAA,ZZ,S,1\n"), 0o644))
+	require.NoError(t, os.WriteFile(types, []byte("Neuron,Soma Position\nAA,0.5\nBB,0.1\n"), 0o644))
+	out := filepath.Join(dir, "out")
+	var stdout, stderr bytes.Buffer
+	assert.Equal(t, 1, run(context.Background(), []string{"-connect", connect, "-types", types, "-out", out}, &stdout, &stderr))
+	assert.Contains(t, stderr.String(), connect+` line 3: neuron "ZZ" is not in `+types)
+	assert.Equal(t, 1, strings.Count(stderr.String(), "celegans:"), stderr.String())
+	assert.NoDirExists(t, out)
 }
 
 // A tiny run of the real methods: tables printed, files written, and a

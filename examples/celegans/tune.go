@@ -18,6 +18,7 @@ import (
 
 	"github.com/permlab/permlab/celegans"
 	"github.com/permlab/permlab/internal/atomicfile"
+	"github.com/permlab/permlab/internal/cli"
 )
 
 // Grid is a tuning grid: the settings variants of each method, run on the
@@ -99,7 +100,7 @@ func runTuning(ctx context.Context, o *options, fs *flag.FlagSet, stdout, stderr
 	g, err := readGrid(o.tune)
 	if err != nil {
 		fmt.Fprintln(stderr, "celegans: -tune:", err)
-		return 2
+		return cli.ExitUsage
 	}
 	// The command line's own flags, but -tune, -out and -methods: they come
 	// after the grid's common flags (so the command line wins) and before
@@ -113,11 +114,27 @@ func runTuning(ctx context.Context, o *options, fs *flag.FlagSet, stdout, stderr
 	if o.report != "" {
 		return reportTuning(g, o.report, stdout, stderr)
 	}
+	// Every variant's flags are checked before the first variant runs.
+	for _, v := range g.Variants {
+		var vo options
+		vfs := newFlags(&vo, io.Discard)
+		err := cli.Parse(vfs, variantArgs(g, user, v, o.out))
+		if err == nil {
+			_, _, err = vo.validate()
+		}
+		if err != nil {
+			fmt.Fprintf(stderr, "celegans: -tune %s: variant %s: %v\n", o.tune, v.Name, err)
+			return cli.ExitUsage
+		}
+	}
+	if err := cli.OutputDir("-out", o.out); err != nil {
+		return cli.Exit(stderr, "celegans", err)
+	}
 	var rows []TuneRow
 	status := 0
 	for i, v := range g.Variants {
 		dir := filepath.Join(o.out, "tune", v.Name)
-		args := append(append(append(append([]string{}, g.Args...), user...), v.Args...), "-methods", v.Method, "-out", dir)
+		args := variantArgs(g, user, v, o.out)
 		fmt.Fprintf(stderr, "celegans: tuning variant %d/%d %s (%s %s)\n", i+1, len(g.Variants), v.Name, v.Method, strings.Join(v.Args, " "))
 		code := run(ctx, args, io.Discard, stderr)
 		if ctx.Err() != nil {
@@ -160,6 +177,14 @@ func runTuning(ctx context.Context, o *options, fs *flag.FlagSet, stdout, stderr
 	fmt.Fprint(stdout, md)
 	fmt.Fprintf(stdout, "\nWritten to %s: tuning.md, tuning.json, and each variant's runs in tune/<name>.\n", o.out)
 	return status
+}
+
+// variantArgs are the flags of variant v's run: the grid's common flags,
+// the command line's (user), the variant's own, its method and its
+// directory under out.
+func variantArgs(g *Grid, user []string, v Variant, out string) []string {
+	args := append(append(append([]string{}, g.Args...), user...), v.Args...)
+	return append(args, "-methods", v.Method, "-out", filepath.Join(out, "tune", v.Name))
 }
 
 // reportTuning prints the tuning table of the grid g from the results

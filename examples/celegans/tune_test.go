@@ -93,6 +93,20 @@ func TestTuningBadGrid(t *testing.T) {
 	var stdout, stderr bytes.Buffer
 	assert.Equal(t, 2, run(context.Background(), []string{"-tune", filepath.Join(t.TempDir(), "missing.json")}, &stdout, &stderr))
 	assert.Contains(t, stderr.String(), "missing.json")
+
+	// Every variant's flags are checked before the first one runs.
+	out := filepath.Join(t.TempDir(), "out")
+	grid := writeGrid(t, Grid{
+		Args: []string{"-neurons", "50", "-table", "7", "-cells", "10c-1w"},
+		Variants: []Variant{
+			{Name: "good", Method: "mcmc", Args: []string{"-sweeps", "30"}},
+			{Name: "bad", Method: "rounding", Args: []string{"-steps", "0"}},
+		},
+	})
+	stderr.Reset()
+	assert.Equal(t, 2, run(context.Background(), []string{"-tune", grid, "-out", out}, &stdout, &stderr))
+	assert.Contains(t, stderr.String(), "variant bad: -steps must be >= 1, got 0")
+	assert.NoDirExists(t, out, "no variant ran")
 }
 
 // The committed grids parse, and every variant's flags are flags of this

@@ -23,29 +23,22 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"syscall"
 	"time"
 
 	"github.com/permlab/permlab/dataset"
+	"github.com/permlab/permlab/internal/cli"
 	"github.com/permlab/permlab/models/digits"
 )
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
-	switch {
-	case errors.Is(err, flag.ErrHelp):
-		os.Exit(0)
-	case errors.Is(err, context.Canceled):
-		fmt.Fprintln(os.Stderr, "digits: interrupted; run the same command again to resume from the checkpoint")
-		os.Exit(130)
-	case err != nil:
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
+	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
 }
 
 // Summary is the JSON record of a run.
@@ -78,6 +71,9 @@ type config struct {
 	seed             uint64
 }
 
+// parse reads and checks the flags, and checks that -mnist is a folder and
+// that -out and -json can be written, before any data is read; its errors
+// are usage errors (exit status 2) that name the flag.
 func parse(args []string, stderr io.Writer) (*config, error) {
 	c := new(config)
 	fs := flag.NewFlagSet("digits", flag.ContinueOnError)
@@ -93,32 +89,59 @@ func parse(args []string, stderr io.Writer) (*config, error) {
 		fmt.Fprintln(stderr, "Usage: go run ./examples/digits -mnist DIR [-out digits.nn] [-epochs 3] [-seed 1]")
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
+	if err := cli.Parse(fs, args); err != nil {
 		return nil, err
-	}
-	if fs.NArg() > 0 {
-		return nil, fmt.Errorf("digits: unexpected arguments %q", fs.Args())
 	}
 	if c.json == "" {
 		c.json = strings.TrimSuffix(c.out, ".nn") + ".json"
 	}
-	return c, nil
+	var ck cli.Check
+	ck.AtLeast("-epochs", c.epochs, 1)
+	ck.AtLeast("-batch", c.batch, 1)
+	ck.AtLeast("-val", c.val, 1)
+	if ck.Err() != nil {
+		return nil, ck.Err()
+	}
+	if c.mnist == "" {
+		return nil, cli.Usagef("no -mnist flag: %s", dataset.MNISTHelp)
+	}
+	if err := cli.InputDir("-mnist", c.mnist); err != nil {
+		return nil, cli.Usagef("%v: %s", err, dataset.MNISTHelp)
+	}
+	ck.That(c.json != c.out, "-json %s is the weights file of -out", c.json)
+	ck.OutputFile("-out", c.out)
+	ck.OutputFile("-out", c.out+".ckpt") // the checkpoint beside it
+	ck.OutputFile("-json", c.json)
+	return c, ck.Err()
 }
 
-func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+// run is the command; it returns the exit status: 2 for a bad command line
+// (nothing done), 1 for a failure, 130 when interrupted.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	err := train(ctx, args, stdout, stderr)
+	if errors.Is(err, context.Canceled) {
+		fmt.Fprintln(stderr, "digits: interrupted; run the same command again to resume from the checkpoint")
+		return 130
+	}
+	return cli.Exit(stderr, "digits", err)
+}
+
+func train(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	c, err := parse(args, stderr)
 	if err != nil {
 		return err
 	}
-	if c.mnist == "" {
-		return fmt.Errorf("digits: no -mnist flag: %s", dataset.MNISTHelp)
+	for _, p := range []string{c.out, c.json} {
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			return err
+		}
 	}
 	all, test, err := dataset.LoadMNIST(c.mnist)
 	if err != nil {
 		return err
 	}
-	if c.val < 1 || c.val >= all.N {
-		return fmt.Errorf("digits: -val %d must be in [1, %d)", c.val, all.N)
+	if c.val >= all.N {
+		return cli.Usagef("-val %d must be in [1, %d): %s holds %d training images", c.val, all.N, c.mnist, all.N)
 	}
 	fit, val, err := all.Split(all.N - c.val)
 	if err != nil {
@@ -174,7 +197,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	if err := os.WriteFile(c.json, append(data, '\n'), 0o644); err != nil {
-		return fmt.Errorf("digits: %w", err)
+		return err
 	}
 	fmt.Fprintf(stdout, "wrote %s (%d bytes) and %s\n", c.out, st.Size(), c.json)
 	return os.Remove(ck)

@@ -48,18 +48,17 @@ func writeMNIST(t *testing.T, dir string, nTrain, nTest int) {
 func TestRun(t *testing.T) {
 	dir := t.TempDir()
 	writeMNIST(t, dir, 150, 40)
-	out := filepath.Join(dir, "d.nn")
+	out := filepath.Join(dir, "sub", "d.nn")
 	var stdout, stderr bytes.Buffer
-	err := run(context.Background(), []string{"-mnist", dir, "-out", out, "-val", "50", "-epochs", "2", "-batch", "25", "-seed", "2"}, &stdout, &stderr)
-	if err != nil {
-		t.Fatalf("%v\nstdout:\n%s\nstderr:\n%s", err, stdout.String(), stderr.String())
+	if code := run(context.Background(), []string{"-mnist", dir, "-out", out, "-val", "50", "-epochs", "2", "-batch", "25", "-seed", "2"}, &stdout, &stderr); code != 0 {
+		t.Fatalf("exit status %d\nstdout:\n%s\nstderr:\n%s", code, stdout.String(), stderr.String())
 	}
 	for _, want := range []string{"100 training, 50 validation, 40 test images", "epoch 2: training loss", "test accuracy"} {
 		if !strings.Contains(stdout.String(), want) {
 			t.Errorf("output lacks %q:\n%s", want, stdout.String())
 		}
 	}
-	data, err := os.ReadFile(filepath.Join(dir, "d.json"))
+	data, err := os.ReadFile(filepath.Join(dir, "sub", "d.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -78,13 +77,68 @@ func TestRun(t *testing.T) {
 func TestRunWithoutMNIST(t *testing.T) {
 	for _, args := range [][]string{nil, {"-mnist", filepath.Join(t.TempDir(), "nowhere")}} {
 		var stdout, stderr bytes.Buffer
-		err := run(context.Background(), args, &stdout, &stderr)
-		if err == nil || !strings.Contains(err.Error(), "train-images-idx3-ubyte.gz") || !strings.Contains(err.Error(), "-mnist DIR") {
-			t.Errorf("args %q: error %v, want how to get the files", args, err)
+		code := run(context.Background(), args, &stdout, &stderr)
+		msg := stderr.String()
+		if code != 2 || !strings.Contains(msg, "train-images-idx3-ubyte.gz") || !strings.Contains(msg, "-mnist") {
+			t.Errorf("args %q: status %d, message %q, want 2 and how to get the files", args, code, msg)
 		}
 	}
-	var stderr bytes.Buffer
-	if err := run(context.Background(), []string{"-epochs"}, &bytes.Buffer{}, &stderr); err == nil {
-		t.Error("a flag without its value: no error")
+}
+
+// Bad command lines exit with status 2 and a message naming the flag,
+// before any data is read (the MNIST folder here is empty, so reading it
+// would fail with another message) and without writing anything.
+func TestBadFlags(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "file")
+	if err := os.WriteFile(file, []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-epochs", "0"}, "-epochs must be >= 1, got 0"},
+		{[]string{"-epochs", "-2"}, "-epochs must be >= 1, got -2"},
+		{[]string{"-batch", "0"}, "-batch must be >= 1, got 0"},
+		{[]string{"-val", "0"}, "-val must be >= 1"},
+		{[]string{"-val", "-5"}, "-val must be >= 1"},
+		{[]string{"-epochs"}, "flag needs an argument: -epochs"},
+		{[]string{"-seed", "-1"}, "-seed"},
+		{[]string{"-mnist", file}, "-mnist " + file + ": not a directory"},
+		{[]string{"-out", filepath.Join(file, "d.nn")}, "-out " + filepath.Join(file, "d.nn")},
+		{[]string{"-out", dir}, "-out " + dir + ": is a directory"},
+		{[]string{"-json", filepath.Join(file, "d.json")}, "-json " + filepath.Join(file, "d.json")},
+		{[]string{"-out", "w.nn", "-json", "w.nn"}, "-json w.nn is the weights file of -out"},
+		{[]string{"extra"}, `unexpected argument "extra"`},
+		{[]string{"-epochs", "1", "extra", "-batch", "2"}, `unexpected argument "extra"`},
+	} {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			mnist := filepath.Join(t.TempDir(), "mnist")
+			if err := os.Mkdir(mnist, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			out := filepath.Join(t.TempDir(), "new", "d.nn")
+			args := append([]string{"-mnist", mnist, "-out", out}, tc.args...)
+			var stdout, stderr bytes.Buffer
+			if code := run(context.Background(), args, &stdout, &stderr); code != 2 {
+				t.Errorf("status %d, want 2", code)
+			}
+			if msg := stderr.String(); !strings.Contains(msg, tc.want) || strings.Contains(msg, "digits: digits:") {
+				t.Errorf("message %q, want one with %q", msg, tc.want)
+			}
+			if _, err := os.Stat(filepath.Dir(out)); !os.IsNotExist(err) {
+				t.Errorf("the output folder was made: %v", err)
+			}
+		})
+	}
+}
+
+// A bad data folder is a failure (status 1), reported once.
+func TestBadData(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	code := run(context.Background(), []string{"-mnist", t.TempDir(), "-out", filepath.Join(t.TempDir(), "d.nn")}, &stdout, &stderr)
+	if code != 1 || strings.Count(stderr.String(), "digits:") != 1 {
+		t.Errorf("status %d, message %q", code, stderr.String())
 	}
 }

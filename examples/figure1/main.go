@@ -29,6 +29,7 @@ import (
 	"flag"
 	"fmt"
 	"image/color"
+	"io"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -44,6 +45,7 @@ import (
 	"gonum.org/v1/plot/vg/draw"
 	"gonum.org/v1/plot/vg/vgimg"
 
+	"github.com/permlab/permlab/internal/cli"
 	"github.com/permlab/permlab/relax"
 )
 
@@ -61,15 +63,29 @@ const (
 )
 
 func main() {
-	out := flag.String("out", ".", "output directory")
-	seed := flag.Uint64("seed", 1, "seed of X and of the Gumbel noise")
-	flag.Parse()
-	path := filepath.Join(*out, "figure1.png")
-	if err := run(path, *seed); err != nil {
-		fmt.Fprintln(os.Stderr, "figure1:", err)
-		os.Exit(1)
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// run is the command; it returns the exit status: 2 for a bad command line
+// (nothing done), 1 for a failure.
+func run(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("figure1", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	out := fs.String("out", ".", "output directory (made if missing)")
+	seed := fs.Uint64("seed", 1, "seed of X and of the Gumbel noise")
+	err := cli.Parse(fs, args)
+	if err == nil {
+		err = cli.OutputDir("-out", *out)
 	}
-	fmt.Println("wrote", path)
+	if err != nil {
+		return cli.Exit(stderr, "figure1", err)
+	}
+	path := filepath.Join(*out, "figure1.png")
+	if err := write(path, *seed); err != nil {
+		return cli.Exit(stderr, "figure1", err)
+	}
+	fmt.Fprintln(stdout, "wrote", path)
+	return 0
 }
 
 // figure holds every matrix the figure shows.
@@ -84,7 +100,8 @@ type figure struct {
 	gap  float64 // best minus second-best objective ⟨P, X⟩
 }
 
-func run(path string, seed uint64) error {
+// write draws the figure for seed into the PNG file path.
+func write(path string, seed uint64) error {
 	f, err := compute(seed)
 	if err != nil {
 		return err

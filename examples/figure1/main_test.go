@@ -1,10 +1,12 @@
 package main
 
 import (
+	"bytes"
 	"image/png"
 	"math"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -18,7 +20,7 @@ func TestFigureWritesPNG(t *testing.T) {
 		t.Skip("renders the figure")
 	}
 	path := filepath.Join(t.TempDir(), "sub", "figure1.png")
-	require.NoError(t, run(path, 3))
+	require.NoError(t, write(path, 3))
 	fh, err := os.Open(path)
 	require.NoError(t, err)
 	defer fh.Close()
@@ -27,6 +29,49 @@ func TestFigureWritesPNG(t *testing.T) {
 	b := img.Bounds()
 	assert.Greater(t, b.Dx(), 800)
 	assert.Greater(t, b.Dy(), b.Dx())
+}
+
+func TestRun(t *testing.T) {
+	if testing.Short() {
+		t.Skip("renders the figure")
+	}
+	dir := filepath.Join(t.TempDir(), "new")
+	var stdout, stderr bytes.Buffer
+	require.Equal(t, 0, run([]string{"-out", dir, "-seed", "2"}, &stdout, &stderr), stderr.String())
+	assert.FileExists(t, filepath.Join(dir, "figure1.png"))
+	assert.Equal(t, "wrote "+filepath.Join(dir, "figure1.png")+"\n", stdout.String())
+}
+
+// Bad command lines exit with status 2 and a message naming the flag, and
+// write nothing.
+func TestBadFlags(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "file")
+	require.NoError(t, os.WriteFile(file, []byte("x"), 0o644))
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"foo", "-out", dir}, `unexpected argument "foo"`},
+		{[]string{"-out", dir, "foo"}, `unexpected argument "foo"`},
+		{[]string{"-out", ""}, "-out must not be empty"},
+		{[]string{"-out", file}, "-out " + file + ": not a directory"},
+		{[]string{"-out", filepath.Join(file, "sub")}, "-out " + filepath.Join(file, "sub") + ": " + file + " is not a directory"},
+		{[]string{"-seed", "x"}, `invalid value "x" for flag -seed`},
+		{[]string{"-size", "3"}, "flag provided but not defined: -size"},
+	} {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			assert.Equal(t, 2, run(tc.args, &stdout, &stderr))
+			assert.Contains(t, stderr.String(), tc.want)
+			assert.NotContains(t, stderr.String(), "figure1: figure1:")
+			assert.Empty(t, stdout.String())
+			assert.NoFileExists(t, "figure1.png", "nothing written in the current directory")
+		})
+	}
+	entries, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	assert.Len(t, entries, 1, "nothing written beside the file")
 }
 
 func TestFigureContents(t *testing.T) {

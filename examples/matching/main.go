@@ -32,6 +32,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/permlab/permlab/internal/cli"
 	"github.com/permlab/permlab/mcmc"
 	"github.com/permlab/permlab/models"
 	"github.com/permlab/permlab/models/matching"
@@ -40,19 +41,56 @@ import (
 )
 
 func main() {
-	cfg := matching.Config{}
-	flag.IntVar(&cfg.N, "n", 7, "number of points (exact enumeration visits up to n! permutations)")
-	flag.Float64Var(&cfg.Sigma, "sigma", 0.08, "observation noise standard deviation")
-	flag.Float64Var(&cfg.Radius, "radius", 0, "if > 0, candidate mask radius around each true reference point")
-	flag.Uint64Var(&cfg.Seed, "seed", 1, "seed of the problem and of both engines")
-	flag.Parse()
-	if err := run(context.Background(), os.Stdout, cfg); err != nil {
-		fmt.Fprintln(os.Stderr, "matching:", err)
-		os.Exit(1)
-	}
+	os.Exit(run(context.Background(), os.Args[1:], os.Stdout, os.Stderr))
 }
 
-func run(ctx context.Context, w io.Writer, cfg matching.Config) error {
+// parse reads and checks the flags; its errors are usage errors (exit
+// status 2) that name the flag.
+func parse(args []string, stderr io.Writer) (matching.Config, error) {
+	cfg := matching.Config{}
+	fs := flag.NewFlagSet("matching", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.IntVar(&cfg.N, "n", 7, fmt.Sprintf("number of points, at least 2 (exact enumeration visits up to n! permutations, at most %d: n <= %d without -radius)", models.MaxExactStates, maxUnmasked()))
+	fs.Float64Var(&cfg.Sigma, "sigma", 0.08, "observation noise standard deviation")
+	fs.Float64Var(&cfg.Radius, "radius", 0, "if > 0, candidate mask radius around each true reference point (0: no mask)")
+	fs.Uint64Var(&cfg.Seed, "seed", 1, "seed of the problem and of both engines")
+	if err := cli.Parse(fs, args); err != nil {
+		return cfg, err
+	}
+	var c cli.Check
+	c.AtLeast("-n", cfg.N, 2)
+	c.Positive("-sigma", cfg.Sigma)
+	c.NonNegative("-radius", cfg.Radius)
+	// Without a radius every permutation is admitted, n! of them; with one
+	// the count depends on the points, and models.Exact checks it.
+	c.That(cfg.Radius > 0 || cfg.N <= maxUnmasked(), "-n %d: exact enumeration would visit %d! permutations, more than %d; give a -radius to admit fewer", cfg.N, cfg.N, models.MaxExactStates)
+	return cfg, c.Err()
+}
+
+// maxUnmasked is the largest n whose n! permutations exact enumeration
+// visits (models.MaxExactStates).
+func maxUnmasked() int {
+	n, states := 1, 1
+	for states*(n+1) <= models.MaxExactStates {
+		n++
+		states *= n
+	}
+	return n
+}
+
+// run is the command; it returns the exit status: 2 for a bad command line
+// (nothing done), 1 for a failure.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	cfg, err := parse(args, stderr)
+	if err == nil {
+		err = compare(ctx, stdout, cfg)
+	}
+	return cli.Exit(stderr, "matching", err)
+}
+
+// compare fits the problem cfg describes by every method and prints the
+// table to w.
+func compare(ctx context.Context, w io.Writer, cfg matching.Config) error {
 	pr, err := matching.Generate(cfg)
 	if err != nil {
 		return err

@@ -21,6 +21,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"io"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -29,6 +30,7 @@ import (
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/permlab/permlab/ad"
+	"github.com/permlab/permlab/internal/cli"
 	"github.com/permlab/permlab/mcmc"
 	"github.com/permlab/permlab/models"
 	"github.com/permlab/permlab/vi"
@@ -87,23 +89,40 @@ var trueA = [4]float64{
 }
 
 func main() {
-	n := flag.Int("n", 6, "number of points")
-	s := flag.Float64("s", 0.1, "observation noise standard deviation")
-	seed := flag.Uint64("seed", 1, "seed of the data and of both engines")
-	temps := flag.Int("temperatures", 0, "MCMC tempered replicas per chain; 0 for the default, 1 to turn replica exchange off")
-	flag.Parse()
-	if err := run(*n, *s, *seed, *temps); err != nil {
-		fmt.Fprintln(os.Stderr, "tutorial:", err)
-		os.Exit(1)
-	}
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 
-func run(n int, s float64, seed uint64, temps int) error {
-	if n < 2 || !(s > 0) {
-		return fmt.Errorf("need n >= 2 and s > 0, got n = %d, s = %v", n, s)
+// run is the command; it returns the exit status: 2 for a bad command line
+// (nothing done), 1 for a failure.
+func run(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("tutorial", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	n := fs.Int("n", 6, "number of points, at least 2")
+	s := fs.Float64("s", 0.1, "observation noise standard deviation, > 0")
+	seed := fs.Uint64("seed", 1, "seed of the data and of both engines")
+	temps := fs.Int("temperatures", 0, "MCMC tempered replicas per chain; 0 for the default, 1 to turn replica exchange off")
+	err := cli.Parse(fs, args)
+	if err == nil {
+		var c cli.Check
+		c.AtLeast("-n", *n, 2)
+		c.Positive("-s", *s)
+		c.AtLeast("-temperatures", *temps, 0)
+		err = c.Err()
+	}
+	if err == nil {
+		err = fit(stdout, *n, *s, *seed, *temps)
+	}
+	return cli.Exit(stderr, "tutorial", err)
+}
+
+// fit simulates the data, fits it by both engines and calibrates VI's
+// marginals, printing the posteriors and their comparison to w.
+func fit(w io.Writer, n int, s float64, seed uint64, temps int) error {
+	if n < 2 || !(s > 0) || temps < 0 {
+		return fmt.Errorf("need n >= 2, s > 0 and temperatures >= 0, got n = %d, s = %v, temperatures = %d", n, s, temps)
 	}
 	m, truth := Simulate(n, trueA, s, seed)
-	fmt.Printf("%d points, noise s = %g, true σ = %v, true A = %.3f\n\n", n, s, truth, trueA)
+	fmt.Fprintf(w, "%d points, noise s = %g, true σ = %v, true A = %.3f\n\n", n, s, truth, trueA)
 
 	ctx := context.Background()
 	t0 := time.Now()
@@ -132,13 +151,13 @@ func run(n int, s float64, seed uint64, temps int) error {
 	tCal := time.Since(t0)
 	cal.Posterior.Method = "MCMC from VI's polished states"
 	for _, post := range []*models.Posterior{mc.Posterior, q.Posterior, cal.Posterior} {
-		fmt.Print(post.Summary())
-		fmt.Println("  marginals P(observation i came from reference point j), rows i, columns j:")
+		fmt.Fprint(w, post.Summary())
+		fmt.Fprintln(w, "  marginals P(observation i came from reference point j), rows i, columns j:")
 		marg := post.Perms["P"].Marginals[0]
 		for i := range n {
-			fmt.Printf("   %.2f\n", mat.Row(nil, i, marg))
+			fmt.Fprintf(w, "   %.2f\n", mat.Row(nil, i, marg))
 		}
-		fmt.Println()
+		fmt.Fprintln(w)
 	}
 
 	pv, pm, pc := q.Posterior.Perms["P"], mc.Posterior.Perms["P"], cal.Posterior.Perms["P"]
@@ -150,10 +169,10 @@ func run(n int, s float64, seed uint64, temps int) error {
 	if err != nil {
 		return err
 	}
-	fmt.Printf("modes agree: %v (truth %v)\n", pv.Mode[0].Equal(pm.Mode[0]), truth)
-	fmt.Printf("VI's check: the answer came from %s, log posterior J = %.2f, %.2f nats above the fit's own mode\n", q.Polish.From, q.Polish.LogJoint, q.Polish.Gain)
-	fmt.Printf("max row TV to MCMC: VI %.3f, calibrated %.3f\n", tv, tvCal)
-	fmt.Printf("A: VI %.3f, MCMC %.3f, truth %.3f\n", q.Posterior.Reals["A"].Mean, mc.Posterior.Reals["A"].Mean, trueA)
-	fmt.Printf("wall time: VI %v, MCMC %v, calibration %v\n", tVI.Round(10*time.Millisecond), tMC.Round(10*time.Millisecond), tCal.Round(10*time.Millisecond))
+	fmt.Fprintf(w, "modes agree: %v (truth %v)\n", pv.Mode[0].Equal(pm.Mode[0]), truth)
+	fmt.Fprintf(w, "VI's check: the answer came from %s, log posterior J = %.2f, %.2f nats above the fit's own mode\n", q.Polish.From, q.Polish.LogJoint, q.Polish.Gain)
+	fmt.Fprintf(w, "max row TV to MCMC: VI %.3f, calibrated %.3f\n", tv, tvCal)
+	fmt.Fprintf(w, "A: VI %.3f, MCMC %.3f, truth %.3f\n", q.Posterior.Reals["A"].Mean, mc.Posterior.Reals["A"].Mean, trueA)
+	fmt.Fprintf(w, "wall time: VI %v, MCMC %v, calibration %v\n", tVI.Round(10*time.Millisecond), tMC.Round(10*time.Millisecond), tCal.Round(10*time.Millisecond))
 	return nil
 }

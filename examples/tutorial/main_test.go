@@ -1,8 +1,11 @@
 package main
 
 import (
+	"bytes"
+	"io"
 	"math"
 	"math/rand/v2"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -152,7 +155,34 @@ func TestCollapsed(t *testing.T) {
 }
 
 func TestRunErrors(t *testing.T) {
-	assert.Error(t, run(1, 0.1, 1, 0), "one point")
-	assert.Error(t, run(6, 0, 1, 0), "no noise")
-	assert.Error(t, run(6, 0.1, 1, -1), "negative temperatures")
+	assert.Error(t, fit(io.Discard, 1, 0.1, 1, 0), "one point")
+	assert.Error(t, fit(io.Discard, 6, 0, 1, 0), "no noise")
+	assert.Error(t, fit(io.Discard, 6, 0.1, 1, -1), "negative temperatures")
+}
+
+// Bad command lines exit with status 2 and a message naming the flag,
+// before any work.
+func TestBadFlags(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-n", "1"}, "-n must be >= 2, got 1"},
+		{[]string{"-n", "0"}, "-n must be >= 2, got 0"},
+		{[]string{"-s", "0"}, "-s must be finite and > 0, got 0"},
+		{[]string{"-s", "-0.1"}, "-s must be finite and > 0"},
+		{[]string{"-s", "+Inf"}, "-s must be finite and > 0"},
+		{[]string{"-temperatures", "-1"}, "-temperatures must be >= 0, got -1"},
+		{[]string{"-seed", "-1"}, `invalid value "-1" for flag -seed`},
+		{[]string{"extra"}, `unexpected argument "extra"`},
+		{[]string{"-n", "4", "extra"}, `unexpected argument "extra"`},
+	} {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			assert.Equal(t, 2, run(tc.args, &stdout, &stderr))
+			assert.Contains(t, stderr.String(), tc.want)
+			assert.NotContains(t, stderr.String(), "tutorial: tutorial:")
+			assert.Empty(t, stdout.String())
+		})
+	}
 }

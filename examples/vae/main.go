@@ -26,12 +26,14 @@ import (
 	"path/filepath"
 	"reflect"
 	"slices"
+	"strings"
 	"syscall"
 	"time"
 
 	"github.com/permlab/permlab/ad/optim"
 	"github.com/permlab/permlab/dataset"
 	"github.com/permlab/permlab/internal/atomicfile"
+	"github.com/permlab/permlab/internal/cli"
 	"github.com/permlab/permlab/models/nn"
 	"github.com/permlab/permlab/models/nn/train"
 	"github.com/permlab/permlab/models/vae"
@@ -129,69 +131,82 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.IntVar(&o.bdmc, "bdmc", 0, "with -ais-steps: also run bidirectional Monte Carlo on this many images simulated from the trained model, which bounds the error of AIS with that schedule")
 	fs.StringVar(&o.report, "report", "", "print the Markdown tables of the summary.json files under this folder and exit (trains nothing)")
 	fs.StringVar(&o.against, "against", "", "with -report: pair every run under -report with the run of the same estimator, prior temperature, seed, epochs and evaluation under this folder, and print their differences instead (a float32 run against the float64 run of its seed, say)")
-	if err := fs.Parse(args); err != nil {
+	if err := cli.Parse(fs, args); err != nil {
 		return nil, err
 	}
-	if fs.NArg() > 0 {
-		return nil, fmt.Errorf("unexpected arguments %q", fs.Args())
-	}
-	if o.against != "" && o.report == "" {
-		return nil, errors.New("-against needs -report")
-	}
+	var c cli.Check
 	if o.report != "" {
-		return o, nil
+		c.InputDir("-report", o.report)
+		if o.against != "" {
+			c.InputDir("-against", o.against)
+		}
+		return o, c.Err()
 	}
-	if o.mnist == "" {
-		return nil, errors.New("no -mnist folder: " + dataset.MNISTHelp)
+	c.That(o.against == "", "-against needs -report")
+	if _, err := vae.ParseEstimator(o.estimator); err != nil {
+		c.Add(cli.Usagef("-estimator: %s", strings.TrimPrefix(err.Error(), "vae: ")))
 	}
-	if o.epochs < 1 || o.batch < 1 || o.iwK < 1 || o.testN < 0 || o.valN < 1 || o.trainN < 1 {
-		return nil, errors.New("-epochs, -batch, -iw-k, -val-n and -train-n must be >= 1 and -test-n >= 0")
-	}
-	if o.testN == 1 {
-		return nil, errors.New("-test-n 1: the standard errors in summary.json need at least 2 images")
-	}
-	if o.aisSteps < 0 || o.aisChains < 2 || o.bdmc < 0 || o.bdmc == 1 || (o.bdmc > 0 && o.aisSteps == 0) {
-		return nil, errors.New("-ais-steps must be >= 0, -ais-chains >= 2, and -bdmc 0 or >= 2 with -ais-steps")
-	}
-	if o.aisSample < 0 || o.aisSample == 1 || (o.aisSample > 0 && o.aisSteps == 0) {
-		return nil, errors.New("-ais-sample must be 0 or >= 2 (the standard error needs two images), and needs -ais-steps")
-	}
-	if o.evalSplit != "test" && o.evalSplit != "validation" {
-		return nil, fmt.Errorf("-eval-split %q: want test or validation", o.evalSplit)
-	}
+	c.AtLeast("-epochs", o.epochs, 1)
+	c.AtLeast("-batch", o.batch, 1)
+	c.Positive("-lr", o.lr)
+	c.NonNegative("-prior-temp", o.priorTemp)
+	c.Positive("-tau0", o.tau0)
+	c.Positive("-tau-min", o.tauMin)
+	c.That(!(o.tauMin > o.tau0), "-tau-min %v must be at most -tau0 %v", o.tauMin, o.tau0)
+	c.NonNegative("-anneal-rate", o.rate)
+	c.AtLeast("-anneal-every", o.every, 1)
+	c.AtLeast("-iw-k", o.iwK, 1)
+	c.AtLeast("-test-n", o.testN, 0)
+	c.That(o.testN != 1, "-test-n 1: the standard errors in summary.json need at least 2 images")
+	c.AtLeast("-val-n", o.valN, 1)
+	c.That(o.trainN >= 1 && o.trainN <= 50000, "-train-n must be in [1, 50000] (the training images), got %d", o.trainN)
+	c.OneOf("-eval-split", o.evalSplit, "test", "validation")
 	if _, err := nn.ParsePrecision(o.precision); err != nil {
-		return nil, fmt.Errorf("-precision: %w", err)
+		c.Add(cli.Usagef("-precision: %v", err))
 	}
 	if o.evalPrec != "" {
 		if _, err := nn.ParsePrecision(o.evalPrec); err != nil {
-			return nil, fmt.Errorf("-eval-precision: %w", err)
+			c.Add(cli.Usagef("-eval-precision: %v", err))
 		}
 	}
-	return o, nil
+	c.AtLeast("-ais-steps", o.aisSteps, 0)
+	c.AtLeast("-ais-chains", o.aisChains, 2)
+	c.That(o.bdmc >= 0 && o.bdmc != 1, "-bdmc must be 0 or >= 2, got %d", o.bdmc)
+	c.That(o.bdmc == 0 || o.aisSteps > 0, "-bdmc needs -ais-steps")
+	c.That(o.aisSample >= 0 && o.aisSample != 1, "-ais-sample must be 0 or >= 2 (the standard error needs two images), got %d", o.aisSample)
+	c.That(o.aisSample == 0 || o.aisSteps > 0, "-ais-sample needs -ais-steps")
+	if err := c.Err(); err != nil {
+		return nil, err
+	}
+	if o.mnist == "" {
+		return nil, cli.Usagef("no -mnist folder: %s", dataset.MNISTHelp)
+	}
+	if err := cli.InputDir("-mnist", o.mnist); err != nil {
+		return nil, cli.Usagef("%v: %s", err, dataset.MNISTHelp)
+	}
+	c.OutputDir("-out", o.out)
+	return o, c.Err()
 }
 
 func main() {
-	o, err := parseFlags(os.Args[1:], os.Stderr)
-	if errors.Is(err, flag.ErrHelp) {
-		return
-	}
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "vae:", err)
-		os.Exit(2)
-	}
-	if o.report != "" {
-		if err := writeReport(o, os.Stdout); err != nil {
-			fmt.Fprintln(os.Stderr, "vae:", err)
-			os.Exit(1)
-		}
-		return
-	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := run(ctx, o, os.Stderr); err != nil {
-		fmt.Fprintln(os.Stderr, "vae:", err)
-		os.Exit(1)
+	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+// run is the command; it returns the exit status: 2 for a bad command line
+// (nothing done), 1 for a failure.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	o, err := parseFlags(args, stderr)
+	switch {
+	case err != nil:
+	case o.report != "":
+		err = writeReport(o, stdout)
+	default:
+		err = runTraining(ctx, o, stderr)
 	}
+	return cli.Exit(stderr, "vae", err)
 }
 
 // summary is what summary.json holds.
@@ -335,7 +350,9 @@ type heldOut struct {
 
 const validation = "vi.EvalAmortized after every epoch: discrete −ELBO per image, one one-hot sample z ~ q(z | x) and the analytic KL, binarization and samples fixed by a seed derived from -seed"
 
-func run(ctx context.Context, o *options, progress io.Writer) error {
+// runTraining trains the VAE the options describe, evaluates it and writes the
+// results to -out.
+func runTraining(ctx context.Context, o *options, progress io.Writer) error {
 	est, err := vae.ParseEstimator(o.estimator)
 	if err != nil {
 		return err

@@ -33,29 +33,82 @@ func TestFlags(t *testing.T) {
 	if _, err := parseFlags(nil, io.Discard); err == nil || !strings.Contains(err.Error(), "-mnist") || !strings.Contains(err.Error(), "IDX") {
 		t.Errorf("no -mnist: err %v, want one saying how to get MNIST", err)
 	}
-	if _, err := parseFlags([]string{"-mnist", "x", "-epochs", "0"}, io.Discard); err == nil {
-		t.Error("-epochs 0: no error")
+	missing := filepath.Join(t.TempDir(), "missing")
+	if _, err := parseFlags([]string{"-mnist", missing}, io.Discard); err == nil || !strings.Contains(err.Error(), "-mnist "+missing) || !strings.Contains(err.Error(), "IDX") {
+		t.Errorf("missing MNIST folder: err %v, want one saying how to get MNIST", err)
 	}
-	if _, err := parseFlags([]string{"-mnist", "x", "-test-n", "1"}, io.Discard); err == nil || !strings.Contains(err.Error(), "-test-n 1") {
-		t.Errorf("-test-n 1: err %v", err)
+	o, err := parseFlags([]string{"-mnist", t.TempDir(), "-out", filepath.Join(t.TempDir(), "new")}, io.Discard)
+	if err != nil || o.epochs != 5 || o.estimator != "gumbel-softmax" {
+		t.Errorf("defaults: %+v, err %v", o, err)
 	}
-	for _, bad := range [][]string{{"-ais-chains", "1"}, {"-ais-steps", "-1"}, {"-bdmc", "5"}, {"-ais-steps", "9", "-bdmc", "1"},
-		{"-ais-sample", "5"}, {"-ais-steps", "9", "-ais-sample", "1"}, {"-ais-steps", "9", "-ais-sample", "-2"}} {
-		if _, err := parseFlags(append([]string{"-mnist", "x"}, bad...), io.Discard); err == nil || !strings.Contains(err.Error(), "-ais") {
-			t.Errorf("%v: err %v", bad, err)
-		}
-	}
-	o, err := parseFlags([]string{"-mnist", "x", "-estimator", "rebar"}, io.Discard)
-	if err != nil {
+}
+
+// Bad command lines exit with status 2 and a message naming the flag,
+// before any data is read (the MNIST folder here is empty, so reading it
+// would fail with another message) and without writing anything.
+func TestBadFlags(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "file")
+	if err := os.WriteFile(file, []byte("x"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if err := run(context.Background(), o, io.Discard); err == nil || !strings.Contains(err.Error(), "rebar") {
-		t.Errorf("-estimator rebar: err %v", err)
-	}
-	o.estimator = "concrete"
-	o.mnist = filepath.Join(t.TempDir(), "missing")
-	if err := run(context.Background(), o, io.Discard); err == nil || !strings.Contains(err.Error(), "MNIST") {
-		t.Errorf("missing MNIST folder: err %v, want one saying how to get MNIST", err)
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-estimator", "rebar"}, `-estimator: unknown estimator "rebar"`},
+		{[]string{"-epochs", "0"}, "-epochs must be >= 1, got 0"},
+		{[]string{"-batch", "0"}, "-batch must be >= 1, got 0"},
+		{[]string{"-lr", "0"}, "-lr must be finite and > 0"},
+		{[]string{"-prior-temp", "-1"}, "-prior-temp must be finite and >= 0"},
+		{[]string{"-tau0", "0"}, "-tau0 must be finite and > 0"},
+		{[]string{"-tau-min", "0"}, "-tau-min must be finite and > 0"},
+		{[]string{"-tau-min", "2"}, "-tau-min 2 must be at most -tau0 1"},
+		{[]string{"-anneal-rate", "-1e-4"}, "-anneal-rate must be finite and >= 0"},
+		{[]string{"-anneal-every", "0"}, "-anneal-every must be >= 1"},
+		{[]string{"-iw-k", "0"}, "-iw-k must be >= 1"},
+		{[]string{"-test-n", "-1"}, "-test-n must be >= 0"},
+		{[]string{"-test-n", "1"}, "-test-n 1: the standard errors"},
+		{[]string{"-val-n", "0"}, "-val-n must be >= 1"},
+		{[]string{"-train-n", "0"}, "-train-n must be in [1, 50000]"},
+		{[]string{"-train-n", "60000"}, "-train-n must be in [1, 50000] (the training images), got 60000"},
+		{[]string{"-eval-split", "train"}, `-eval-split "train": want test, validation`},
+		{[]string{"-precision", "float16"}, "-precision: "},
+		{[]string{"-eval-precision", "half"}, "-eval-precision: "},
+		{[]string{"-ais-steps", "-1"}, "-ais-steps must be >= 0"},
+		{[]string{"-ais-chains", "1"}, "-ais-chains must be >= 2"},
+		{[]string{"-bdmc", "5"}, "-bdmc needs -ais-steps"},
+		{[]string{"-ais-steps", "9", "-bdmc", "1"}, "-bdmc must be 0 or >= 2"},
+		{[]string{"-ais-steps", "9", "-bdmc", "-1"}, "-bdmc must be 0 or >= 2"},
+		{[]string{"-ais-sample", "5"}, "-ais-sample needs -ais-steps"},
+		{[]string{"-ais-steps", "9", "-ais-sample", "1"}, "-ais-sample must be 0 or >= 2"},
+		{[]string{"-ais-steps", "9", "-ais-sample", "-2"}, "-ais-sample must be 0 or >= 2"},
+		{[]string{"-against", dir}, "-against needs -report"},
+		{[]string{"-mnist", file}, "-mnist " + file + ": not a directory"},
+		{[]string{"-out", file}, "-out " + file + ": not a directory"},
+		{[]string{"-report", file}, "-report " + file + ": not a directory"},
+		{[]string{"-report", dir, "-against", filepath.Join(dir, "missing")}, "-against " + filepath.Join(dir, "missing")},
+		{[]string{"extra"}, `unexpected argument "extra"`},
+		{[]string{"-epochs", "2", "extra"}, `unexpected argument "extra"`},
+	} {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			mnist := filepath.Join(t.TempDir(), "mnist")
+			if err := os.Mkdir(mnist, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			out := filepath.Join(t.TempDir(), "out")
+			args := append([]string{"-mnist", mnist, "-out", out}, tc.args...)
+			var stdout, stderr bytes.Buffer
+			if code := run(context.Background(), args, &stdout, &stderr); code != 2 {
+				t.Errorf("status %d, want 2", code)
+			}
+			if msg := stderr.String(); !strings.Contains(msg, tc.want) || strings.Contains(msg, "vae: vae:") {
+				t.Errorf("message %q, want one with %q", msg, tc.want)
+			}
+			if _, err := os.Stat(out); !os.IsNotExist(err) {
+				t.Errorf("the output folder was made: %v", err)
+			}
+		})
 	}
 }
 
@@ -156,7 +209,7 @@ func TestRunMNIST(t *testing.T) {
 		t.Skipf("MNIST not found at %s: %v", mnistDir, err)
 	}
 	out := t.TempDir()
-	if err := run(context.Background(), runFlags(t, out, "-epochs", "1", "-ais-steps", "3", "-ais-chains", "2", "-bdmc", "2"), io.Discard); err != nil {
+	if err := runTraining(context.Background(), runFlags(t, out, "-epochs", "1", "-ais-steps", "3", "-ais-chains", "2", "-bdmc", "2"), io.Discard); err != nil {
 		t.Fatal(err)
 	}
 	for _, f := range []string{"summary.json", "model.plnn", "curves.png", "recon.png", "samples.png", "checkpoint", "run.json", "val.json"} {
@@ -175,11 +228,11 @@ func TestRunMNIST(t *testing.T) {
 	}
 
 	// Go on to two epochs, and compare with two epochs in one go.
-	if err := run(context.Background(), runFlags(t, out, "-epochs", "2"), io.Discard); err != nil {
+	if err := runTraining(context.Background(), runFlags(t, out, "-epochs", "2"), io.Discard); err != nil {
 		t.Fatal(err)
 	}
 	whole := t.TempDir()
-	if err := run(context.Background(), runFlags(t, whole, "-epochs", "2"), io.Discard); err != nil {
+	if err := runTraining(context.Background(), runFlags(t, whole, "-epochs", "2"), io.Discard); err != nil {
 		t.Fatal(err)
 	}
 	resumed, fresh := readSummary(t, out), readSummary(t, whole)
@@ -208,7 +261,7 @@ func TestRunMNIST(t *testing.T) {
 
 	// AIS on a random sample of the 20 test images, settled with the IW
 	// estimate of all 20 (the run resumes at its end and trains nothing).
-	if err := run(context.Background(), runFlags(t, out, "-epochs", "2", "-ais-steps", "3", "-ais-chains", "2", "-ais-sample", "6"), io.Discard); err != nil {
+	if err := runTraining(context.Background(), runFlags(t, out, "-epochs", "2", "-ais-steps", "3", "-ais-chains", "2", "-ais-sample", "6"), io.Discard); err != nil {
 		t.Fatal(err)
 	}
 	s = readSummary(t, out)
@@ -217,7 +270,7 @@ func TestRunMNIST(t *testing.T) {
 		math.Abs(st.NegLogPx-(st.IW-st.Gap)) > 1e-12 || !(st.NegLogPxSE > 0) || len(st.SampleIW) != 6 {
 		t.Errorf("-ais-sample 6 of 20: settled %+v, AIS %+v", st, a)
 	}
-	if err := run(context.Background(), runFlags(t, out, "-epochs", "2", "-ais-steps", "3", "-ais-sample", "21"), io.Discard); err == nil || !strings.Contains(err.Error(), "-ais-sample 21 of 20") {
+	if err := runTraining(context.Background(), runFlags(t, out, "-epochs", "2", "-ais-steps", "3", "-ais-sample", "21"), io.Discard); err == nil || !strings.Contains(err.Error(), "-ais-sample 21 of 20") {
 		t.Errorf("-ais-sample 21 of 20 images: err %v", err)
 	}
 
@@ -225,21 +278,21 @@ func TestRunMNIST(t *testing.T) {
 	// recorded apart from, the float64 evaluation; -eval-precision equal to
 	// the training's changes nothing.
 	f64 := s.Test
-	if err := run(context.Background(), runFlags(t, out, "-epochs", "2", "-eval-precision", "float32"), io.Discard); err != nil {
+	if err := runTraining(context.Background(), runFlags(t, out, "-epochs", "2", "-eval-precision", "float32"), io.Discard); err != nil {
 		t.Fatal(err)
 	}
 	if s = readSummary(t, out); s.EvalPrecision != "float32" || s.Config.Precision != nn.Float64 ||
 		s.Test.NegLogPx == f64.NegLogPx || math.Abs(s.Test.NegLogPx-f64.NegLogPx) > 0.05 {
 		t.Errorf("-eval-precision float32: precision %q (training %v), IW %v against %v in float64", s.EvalPrecision, s.Config.Precision, s.Test.NegLogPx, f64.NegLogPx)
 	}
-	if err := run(context.Background(), runFlags(t, out, "-epochs", "2", "-eval-precision", "float64"), io.Discard); err != nil {
+	if err := runTraining(context.Background(), runFlags(t, out, "-epochs", "2", "-eval-precision", "float64"), io.Discard); err != nil {
 		t.Fatal(err)
 	}
 	if s = readSummary(t, out); s.EvalPrecision != "" || s.Test.NegLogPx != f64.NegLogPx {
 		t.Errorf("-eval-precision float64 on a float64 run: precision %q, IW %v against %v", s.EvalPrecision, s.Test.NegLogPx, f64.NegLogPx)
 	}
 
-	err = run(context.Background(), runFlags(t, out, "-epochs", "3", "-estimator", "concrete"), io.Discard)
+	err = runTraining(context.Background(), runFlags(t, out, "-epochs", "3", "-estimator", "concrete"), io.Discard)
 	if err == nil || !strings.Contains(err.Error(), "estimator") {
 		t.Errorf("resuming with another estimator: err %v", err)
 	}
@@ -304,7 +357,7 @@ func TestOldCheckpointRefused(t *testing.T) {
 	if err != nil || res.Resumed != 3 {
 		t.Fatalf("vi.FitAmortized on the old checkpoint: resumed from %v, err %v; the guard is untested", res, err)
 	}
-	err = run(context.Background(), runFlags(t, out, "-epochs", "1"), io.Discard)
+	err = runTraining(context.Background(), runFlags(t, out, "-epochs", "1"), io.Discard)
 	if err == nil || !strings.Contains(err.Error(), "older examples/vae") {
 		t.Errorf("old checkpoint: err %v", err)
 	}
@@ -339,7 +392,7 @@ func TestAISResumes(t *testing.T) {
 	}
 	flags := []string{"-epochs", "1", "-ais-steps", "3", "-ais-chains", "2", "-ais-sample", "12"}
 	whole := t.TempDir()
-	if err := run(context.Background(), runFlags(t, whole, flags...), io.Discard); err != nil {
+	if err := runTraining(context.Background(), runFlags(t, whole, flags...), io.Discard); err != nil {
 		t.Fatal(err)
 	}
 	want := readSummary(t, whole)
@@ -348,7 +401,7 @@ func TestAISResumes(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	w := &cancelAt{at: "5/12 images", cancel: cancel}
-	if err := run(ctx, runFlags(t, out, flags...), w); !errors.Is(err, context.Canceled) {
+	if err := runTraining(ctx, runFlags(t, out, flags...), w); !errors.Is(err, context.Canceled) {
 		t.Fatalf("interrupted run: err %v, output\n%s", err, w.buf.String())
 	}
 	partialPath := filepath.Join(out, aisPartialName)
@@ -364,7 +417,7 @@ func TestAISResumes(t *testing.T) {
 		t.Fatalf("partial file after the interruption: %+v", p)
 	}
 	var progress strings.Builder
-	if err := run(context.Background(), runFlags(t, out, flags...), &progress); err != nil {
+	if err := runTraining(context.Background(), runFlags(t, out, flags...), &progress); err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(progress.String(), fmt.Sprintf("resuming with %d images done", len(p.Done))) {
@@ -387,7 +440,7 @@ func TestAISResumes(t *testing.T) {
 		t.Fatal(err)
 	}
 	other := append(slices.Clone(flags), "-ais-steps", "4")
-	if err := run(context.Background(), runFlags(t, out, other...), io.Discard); err == nil || !strings.Contains(err.Error(), "other settings") {
+	if err := runTraining(context.Background(), runFlags(t, out, other...), io.Discard); err == nil || !strings.Contains(err.Error(), "other settings") {
 		t.Errorf("partial file of 3 steps, run of 4: err %v", err)
 	}
 }

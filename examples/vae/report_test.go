@@ -150,7 +150,7 @@ func TestEvalSplitValidation(t *testing.T) {
 		t.Skipf("MNIST not found at %s: %v", mnistDir, err)
 	}
 	out := t.TempDir()
-	if err := run(context.Background(), runFlags(t, out, "-epochs", "1", "-eval-split", "validation"), io.Discard); err != nil {
+	if err := runTraining(context.Background(), runFlags(t, out, "-epochs", "1", "-eval-split", "validation"), io.Discard); err != nil {
 		t.Fatal(err)
 	}
 	s := readSummary(t, out)
@@ -161,7 +161,7 @@ func TestEvalSplitValidation(t *testing.T) {
 	// first -val-n = 50 of them include these 20), not the test images:
 	// the same training with the test split evaluates other images.
 	other := t.TempDir()
-	if err := run(context.Background(), runFlags(t, other, "-epochs", "1"), io.Discard); err != nil {
+	if err := runTraining(context.Background(), runFlags(t, other, "-epochs", "1"), io.Discard); err != nil {
 		t.Fatal(err)
 	}
 	if ts := readSummary(t, other); ts.Test == nil || ts.Test.NegLogPx == s.ValEval.NegLogPx || ts.TrainLoss[0] != s.TrainLoss[0] {
