@@ -422,7 +422,7 @@ func TestEnsembleFlag(t *testing.T) {
 	assert.ErrorContains(t, run(context.Background(), o), "excludes -pairs and -fit-pairs")
 	o.pairs, o.ensemble = "", filepath.Join(t.TempDir(), "missing.gob")
 	assert.ErrorContains(t, run(context.Background(), o), "-ensemble")
-	o.p = 3
+	o.ensemble, o.p = gobs[1], 3
 	assert.ErrorContains(t, run(context.Background(), o), "network for 2 x 2 pieces")
 }
 
@@ -480,7 +480,7 @@ func TestCriticFlags(t *testing.T) {
 	o.critic = filepath.Join(t.TempDir(), "none.gob")
 	assert.ErrorContains(t, run(context.Background(), o), "-critic")
 	o.critic, o.dec.CriticWeight = "", 0
-	o.table2, o.mnist, o.trainCritic, o.sizes = true, t.TempDir(), file, "2,3"
+	o.table2, o.mnist, o.images, o.trainCritic, o.sizes = true, t.TempDir(), "", file, "2,3"
 	assert.ErrorContains(t, run(context.Background(), o), "give one size")
 }
 

@@ -21,41 +21,115 @@ func runArgs(t *testing.T, args ...string) (int, string, string) {
 	return code, out.String(), errOut.String()
 }
 
+// TestBadFlags runs the command with bad flags: each is refused with exit
+// status 2, before anything is trained, by a message naming the flag.
 func TestBadFlags(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "file")
+	if err := os.WriteFile(file, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	missing := filepath.Join(dir, "missing.params")
 	for _, tc := range []struct {
 		args []string
-		want string
+		flag string // named in the message
+		want string // also in the message
 	}{
-		{[]string{"-n", "1"}, "-n must be >= 2, got 1"},
-		{[]string{"-test", "0:1,5"}, `interval "5" is not low:high`},
-		{[]string{"-test", "2:1"}, "want finite low < high"},
-		{[]string{"-test", "a:1"}, `interval "a:1"`},
-		{[]string{"-test", ","}, "no intervals"},
-		{[]string{"-variant", "deep"}, `-variant: "deep" is not paper or standardized`},
-		{[]string{"-test-lists", "0"}, "-test-lists must be >= 1"},
-		{[]string{"-tau", "0"}, "Tau must be finite and > 0"},
-		{[]string{"-lr-end", "1"}, "LREnd 1 must be <= LR"},
-		{[]string{"-tau-end", "2"}, "TauEnd 2 must be <= Tau"},
-		{[]string{"-steps", "-3"}, "-steps must be >= 0"},
-		{[]string{"-val-every", "-1"}, "-val-every must be >= 0"},
-		{[]string{"-val-every", "10", "-val-lists", "0"}, "-val-lists must be >= 1"},
-		{[]string{"-val-every", "10", "-val-seed", "2"}, "-val-seed 2 must differ from -test-seed"},
-		{[]string{"-table1", "-n", "5"}, "drop -n"},
-		{[]string{"-table1", "-json", "x.json"}, "-table1 does not take"},
-		{[]string{"-table1", "-ns", "5,1"}, `-ns: "1" is not a list size >= 2`},
-		{[]string{"-table1", "-seeds", "0"}, "-seeds must be >= 1"},
-		{[]string{"extra"}, "unexpected arguments"},
+		{[]string{"-n", "1"}, "-n", "-n must be >= 2, got 1"},
+		{[]string{"-n", "0"}, "-n", "must be >= 2"},
+		{[]string{"-test", "0:1,5"}, "-test", `interval "5" is not low:high`},
+		{[]string{"-test", "2:1"}, "-test", "want finite low < high"},
+		{[]string{"-test", "a:1"}, "-test", `interval "a:1"`},
+		{[]string{"-test", ","}, "-test", "no intervals"},
+		{[]string{"-variant", "deep"}, "-variant", `"deep" is not paper or standardized`},
+		{[]string{"-test-lists", "0"}, "-test-lists", "must be >= 1"},
+		{[]string{"-steps", "-3"}, "-steps", "must be >= 0"},
+		{[]string{"-batch", "0"}, "-batch", "must be >= 1"},
+		{[]string{"-samples", "0"}, "-samples", "must be >= 1"},
+		{[]string{"-iters", "-1"}, "-iters", "must be >= 1"},
+		{[]string{"-tau", "0"}, "-tau", "must be finite and > 0"},
+		{[]string{"-tau", "NaN"}, "-tau", "must be finite and > 0"},
+		{[]string{"-tau-end", "-1"}, "-tau-end", "0 (no annealing) or finite and > 0"},
+		{[]string{"-tau-end", "2"}, "-tau-end", "-tau-end 2 must be <= -tau 1"},
+		{[]string{"-lr", "0"}, "-lr", "must be finite and > 0"},
+		{[]string{"-lr-end", "0"}, "-lr-end", "must be finite and > 0"},
+		{[]string{"-lr-end", "1"}, "-lr-end", "-lr-end 1 must be <= -lr"},
+		{[]string{"-noise", "-0.5"}, "-noise", "must be finite and >= 0"},
+		{[]string{"-val-every", "-1"}, "-val-every", "must be >= 0"},
+		{[]string{"-val-every", "10", "-val-lists", "0"}, "-val-lists", "must be >= 1"},
+		{[]string{"-val-every", "10", "-val-seed", "2"}, "-val-seed", "must differ from -test-seed"},
+		{[]string{"-val-lists", "50"}, "-val-lists", "needs -val-every"},
+		{[]string{"-val-seed", "7"}, "-val-seed", "needs -val-every"},
+		{[]string{"-seeds", "2"}, "-seeds", "needs -table1"},
+		{[]string{"-ns", "5"}, "-ns", "needs -table1"},
+		{[]string{"-results", "r.jsonl"}, "-results", "needs -table1"},
+		{[]string{"-markdown", "t.md"}, "-markdown", "needs -table1"},
+		{[]string{"-load", file, "-steps", "10"}, "-steps", "-load tests a saved network"},
+		{[]string{"-load", file, "-val-every", "10"}, "-val-every", "-load tests a saved network"},
+		{[]string{"-load", missing}, "-load", "no such file"},
+		{[]string{"-load", dir}, "-load", "is a directory"},
+		{[]string{"-save", dir}, "-save", "is a directory"},
+		{[]string{"-json", filepath.Join(file, "out.json")}, "-json", "not a directory"},
+		{[]string{"-json", file, "-save", file}, "-json", "-save and -json name the same file"},
+		{[]string{"-table1", "-n", "5"}, "-n", "drop -n"},
+		{[]string{"-table1", "-seed", "2"}, "-seed", "drop -seed"},
+		{[]string{"-table1", "-variant", "paper"}, "-variant", "drop -variant"},
+		{[]string{"-table1", "-json", "x.json"}, "-json", "-table1 writes its results to -results"},
+		{[]string{"-table1", "-load", file}, "-load", "-table1 writes its results to -results"},
+		{[]string{"-table1", "-ns", "5,1"}, "-ns", `"1" is not a list size >= 2`},
+		{[]string{"-table1", "-ns", ""}, "-ns", "no list sizes"},
+		{[]string{"-table1", "-seeds", "0"}, "-seeds", "must be >= 1"},
+		{[]string{"-table1", "-results", ""}, "-results", "must not be empty"},
+		{[]string{"-table1", "-results", dir}, "-results", "is a directory"},
+		{[]string{"-table1", "-results", filepath.Join(file, "t.jsonl")}, "-results", "not a directory"},
+		{[]string{"-table1", "-results", file, "-markdown", file}, "-markdown", "-markdown and -results name the same file"},
+		{[]string{"-table1", "-lr-end", "1"}, "-lr-end", "must be <= -lr"},
+		{[]string{"extra"}, "extra", "unexpected argument"},
+		{[]string{"-n", "5", "extra"}, "extra", "unexpected argument"},
+		{[]string{"-nosuchflag"}, "-nosuchflag", "not defined"},
+		{[]string{"-n", "five"}, "-n", "invalid value"},
 	} {
-		code, _, stderr := runArgs(t, tc.args...)
-		if code != 2 || !strings.Contains(stderr, tc.want) {
-			t.Errorf("%q: status %d, stderr %q; want 2 and %q", tc.args, code, stderr, tc.want)
+		code, stdout, stderr := runArgs(t, tc.args...)
+		if code != 2 || !strings.Contains(stderr, tc.flag) || !strings.Contains(stderr, tc.want) {
+			t.Errorf("%q: status %d, stderr %q; want 2 and a message naming %s with %q", tc.args, code, stderr, tc.flag, tc.want)
 		}
-	}
-	if code, _, _ := runArgs(t, "-nosuchflag"); code != 2 {
-		t.Errorf("unknown flag: status %d, want 2", code)
+		if stdout != "" || strings.Contains(stderr, "lists/s") {
+			t.Errorf("%q: ran before refusing: stdout %q, stderr %q", tc.args, stdout, stderr)
+		}
 	}
 	if code, _, stderr := runArgs(t, "-h"); code != 0 || !strings.Contains(stderr, "Usage:") {
 		t.Errorf("-h: status %d, stderr %q", code, stderr)
+	}
+	// The checks create nothing: no results file, no folder for it.
+	if _, err := os.Stat(filepath.Join(dir, "new")); !os.IsNotExist(err) {
+		t.Errorf("a checked output folder was created: %v", err)
+	}
+	if code, _, _ := runArgs(t, "-table1", "-results", filepath.Join(dir, "new", "t.jsonl"), "-seeds", "0"); code != 2 {
+		t.Errorf("-seeds 0: status %d", code)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "new")); !os.IsNotExist(err) {
+		t.Errorf("a refused run created the -results folder: %v", err)
+	}
+}
+
+// TestDefaultResults checks that -table1 writes under out/ by default, not
+// to the committed results.
+func TestDefaultResults(t *testing.T) {
+	if defaultResults != filepath.Join("out", "sorting", "table1.jsonl") {
+		t.Errorf("default -results %s, want out/sorting/table1.jsonl", defaultResults)
+	}
+	o := options{setFlags: map[string]bool{}}
+	var usage bytes.Buffer
+	fs := newFlags(&o, &usage)
+	if err := fs.Parse(nil); err != nil {
+		t.Fatal(err)
+	}
+	if o.results != defaultResults {
+		t.Errorf("-results defaults to %s", o.results)
+	}
+	fs.PrintDefaults()
+	if !strings.Contains(usage.String(), "out/sorting/table1.jsonl") {
+		t.Errorf("the help does not name the default:\n%s", usage.String())
 	}
 }
 
