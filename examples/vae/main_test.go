@@ -172,6 +172,11 @@ func TestPrepareCheckpoint(t *testing.T) {
 
 const mnistDir = "../../../shared/data/mnist" // ../shared beside the checkout
 
+// long turns on the end-to-end tests that train on MNIST (about a minute and
+// a half on 2 cores): go test ./examples/vae -args -long. They are opt-in so
+// that go test ./... stays fast; CI runs them in a stage of their own.
+var long = flag.Bool("long", false, "run the end-to-end tests that train on MNIST")
+
 // runFlags returns the options of a quick run on 300 MNIST images.
 func runFlags(t *testing.T, out string, extra ...string) *options {
 	t.Helper()
@@ -202,8 +207,8 @@ func readSummary(t *testing.T, dir string) summary {
 // uninterrupted two-epoch run bit for bit, and checks that a run with
 // another estimator refuses the checkpoint.
 func TestRunMNIST(t *testing.T) {
-	if testing.Short() {
-		t.Skip("trains on MNIST for several seconds")
+	if !*long {
+		t.Skip("trains on MNIST for several seconds" + "; run with -args -long")
 	}
 	if _, err := os.Stat(mnistDir); err != nil {
 		t.Skipf("MNIST not found at %s: %v", mnistDir, err)
@@ -304,8 +309,8 @@ func TestRunMNIST(t *testing.T) {
 // checks that train's fingerprint alone would resume it, and that run
 // refuses it.
 func TestOldCheckpointRefused(t *testing.T) {
-	if testing.Short() {
-		t.Skip("trains on MNIST for a few steps")
+	if !*long {
+		t.Skip("trains on MNIST for a few steps" + "; run with -args -long")
 	}
 	if _, err := os.Stat(mnistDir); err != nil {
 		t.Skipf("MNIST not found at %s: %v", mnistDir, err)
@@ -384,8 +389,8 @@ func (c *cancelAt) Write(p []byte) (int, error) {
 // estimate of a run that never stopped, bit for bit; the file goes with
 // the summary, and a partial file of other settings is refused.
 func TestAISResumes(t *testing.T) {
-	if testing.Short() {
-		t.Skip("trains on MNIST for a few seconds")
+	if !*long {
+		t.Skip("trains on MNIST for a few seconds" + "; run with -args -long")
 	}
 	if _, err := os.Stat(mnistDir); err != nil {
 		t.Skipf("MNIST not found at %s: %v", mnistDir, err)
