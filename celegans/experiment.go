@@ -650,13 +650,18 @@ func (e *Experiment) Run(ctx context.Context) (*Summary, error) {
 }
 
 // fromCompare returns the celegans record stored in a compare record,
-// with the provenance compare adds (worker, attempt, GOMAXPROCS, CPU).
+// with the provenance compare adds (worker, attempt, GOMAXPROCS, CPU). A
+// record without one (a failed run), or whose stored record does not parse
+// or names another run than the compare record (a damaged file), is
+// rebuilt from the compare record: its task, the cell's definition, and
+// the accuracies and iterations compare keeps.
 func fromCompare(cr *compare.Record, cells map[string]plannedCell) *Record {
 	r := &Record{}
-	if len(cr.Extra) == 0 || json.Unmarshal(cr.Extra, r) != nil || r.Cell == "" {
+	if len(cr.Extra) == 0 || json.Unmarshal(cr.Extra, r) != nil || r.Cell != cr.Problem || r.Seed != cr.Seed || string(r.Method) != cr.Method {
 		c := cells[cr.Problem]
 		r = &Record{Cell: cr.Problem, Table: c.Table, Label: c.Label, Seed: cr.Seed, Method: Method(cr.Method),
-			Worms: c.Worms, Known: c.Known, Nu: c.nu, MeanCandidates: c.mean, Config: cr.Config, Finished: cr.Finished}
+			Worms: c.Worms, Known: c.Known, Nu: c.nu, MeanCandidates: c.mean, Config: cr.Config, Finished: cr.Finished,
+			Accuracy: cr.Metrics["accuracy"], AccuracyUnknown: cr.Metrics["accuracy_unknown"], Iterations: cr.Iterations}
 	}
 	r.Error = cr.Error
 	r.Worker, r.Attempt, r.GOMAXPROCS, r.CPU = cr.Worker, cr.Attempt, cr.GOMAXPROCS, cr.CPU

@@ -10,6 +10,12 @@ import (
 	"github.com/permlab/permlab/compare"
 )
 
+// maxReportRuns bounds the runs (cells × seeds × methods) of the grid a
+// summary.json may describe: the grid is laid out in memory before the
+// results are read, and a damaged number of seeds could otherwise ask for
+// any amount. The paper's grids have a few hundred runs.
+const maxReportRuns = 1 << 20
+
 // Report recomputes the Summary of an experiment from the files Run wrote
 // to dir: the grid (cells, methods, seeds, settings and the configuration
 // fingerprint of every method's runs) from summary.json, and every number
@@ -30,6 +36,10 @@ func Report(dir string) (*Summary, error) {
 	}
 	if len(head.Cells) == 0 || len(head.Methods) == 0 || head.Seeds < 1 {
 		return nil, fmt.Errorf("celegans: Report: %s describes no grid", filepath.Join(dir, SummaryFile))
+	}
+	if head.Seeds > maxReportRuns/(len(head.Cells)*len(head.Methods)) {
+		return nil, fmt.Errorf("celegans: Report: %s describes a grid of %d cells × %d seeds × %d methods, more than the %d runs a report reads (is it damaged?)",
+			filepath.Join(dir, SummaryFile), len(head.Cells), head.Seeds, len(head.Methods), maxReportRuns)
 	}
 	defs := make(map[string]Cell)
 	for _, c := range append(Table3Cells(), Table7Cells()...) {

@@ -5,6 +5,7 @@ import (
 	"image"
 	_ "image/jpeg" // register the JPEG decoder
 	_ "image/png"  // register the PNG decoder
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -18,8 +19,9 @@ import (
 // Y = 0.299 R + 0.587 G + 0.114 B. Transparent pixels are composited on
 // black. The result has no labels.
 //
-// An empty folder or an unreadable picture is an error naming it. This is
-// how the jigsaw puzzles run on one's own pictures.
+// An empty folder, an unreadable picture or one of more than 2²⁶ pixels
+// (8192 × 8192) is an error naming it. This is how the jigsaw puzzles run
+// on one's own pictures.
 func LoadImageFolder(dir string, size int, gray bool) (*Images, error) {
 	if size < 1 {
 		return nil, fmt.Errorf("dataset: LoadImageFolder: size %d must be >= 1", size)
@@ -57,12 +59,32 @@ func LoadImageFolder(dir string, size int, gray bool) (*Images, error) {
 	return im, nil
 }
 
+// maxImagePixels bounds the pixels of a picture LoadImageFolder reads,
+// 2²⁶ (8192 × 8192, or a 64-megapixel photograph). A picture's header
+// declares its size and the decoders allocate the whole picture before
+// they read its pixels, so a few bytes of a damaged file could otherwise
+// ask for gigabytes.
+const maxImagePixels = 1 << 26
+
 func decodeImage(path string) (image.Image, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
+	cfg, _, err := image.DecodeConfig(f)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.Width < 1 || cfg.Height < 1 {
+		return nil, fmt.Errorf("empty image")
+	}
+	if int64(cfg.Width)*int64(cfg.Height) > maxImagePixels {
+		return nil, fmt.Errorf("%d × %d pixels, more than the %d this reads (scale it down)", cfg.Width, cfg.Height, maxImagePixels)
+	}
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		return nil, err
+	}
 	img, _, err := image.Decode(f)
 	if err != nil {
 		return nil, err

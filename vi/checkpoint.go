@@ -3,6 +3,7 @@ package vi
 import (
 	"errors"
 	"fmt"
+	"math"
 
 	"github.com/permlab/permlab/ad"
 	"github.com/permlab/permlab/ad/optim"
@@ -32,9 +33,29 @@ func newCheckpoint(step int, params []*ad.Param, opt optim.Optimizer, elbo []flo
 	return ck
 }
 
-func (ck *checkpoint) restore(params []*ad.Param, opt optim.Optimizer) error {
-	if ck.Version != checkpointVersion {
+// check reports a checkpoint that Fit cannot have written: of another
+// version, with an ELBO trace that is not one finite value per step, or
+// with names and values that do not pair up.
+func (ck *checkpoint) check() error {
+	switch {
+	case ck.Version != checkpointVersion:
 		return fmt.Errorf("unsupported checkpoint version %d", ck.Version)
+	case ck.Step < 0 || len(ck.ELBO) != ck.Step:
+		return fmt.Errorf("checkpoint is inconsistent: step %d with %d ELBO values", ck.Step, len(ck.ELBO))
+	case len(ck.Names) != len(ck.Values):
+		return fmt.Errorf("checkpoint is inconsistent: %d parameter names for %d parameters", len(ck.Names), len(ck.Values))
+	}
+	for i, v := range ck.ELBO {
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			return fmt.Errorf("checkpoint is inconsistent: the ELBO of step %d is %v", i, v)
+		}
+	}
+	return nil
+}
+
+func (ck *checkpoint) restore(params []*ad.Param, opt optim.Optimizer) error {
+	if err := ck.check(); err != nil {
+		return err
 	}
 	if len(ck.Values) != len(params) {
 		return fmt.Errorf("checkpoint has %d parameters, model has %d", len(ck.Values), len(params))
@@ -72,6 +93,9 @@ func readCheckpoint(path string) (*checkpoint, error) {
 		return nil, fmt.Errorf("vi: reading checkpoint: %w", err)
 	case !found:
 		return nil, errNoCheckpoint
+	}
+	if err := ck.check(); err != nil {
+		return nil, fmt.Errorf("vi: reading checkpoint %s: %w", path, err)
 	}
 	return ck, nil
 }

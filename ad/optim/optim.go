@@ -86,6 +86,9 @@ func copyState(moments ...[][]float64) [][][]float64 {
 }
 
 func restore(name string, s State, dst ...[][]float64) error {
+	if s.Steps < 0 {
+		return fmt.Errorf("optim: %s: state has %d steps", name, s.Steps)
+	}
 	if len(s.Moments) != len(dst) {
 		return fmt.Errorf("optim: %s: state has %d moments, want %d", name, len(s.Moments), len(dst))
 	}

@@ -2,10 +2,14 @@
 // runs finish, so that a reproduction that is interrupted loses at most the
 // run in progress and resumes from what the file holds.
 //
-// A process killed during an append can leave a last line cut short. Read
-// skips such a line; Append first cuts it off, so that the new value starts
-// a line of its own. Any other line that does not parse is an error naming
-// the file and line: it is damage, not an interrupted append.
+// A process killed during an append can leave a last line cut short: one
+// without its newline that is not complete JSON. Read skips such a line;
+// Append first cuts it off, so that the new value starts a line of its own.
+// A last line that is complete JSON but lacks its newline (the append was
+// cut between the value and the newline, or the file was edited by hand) is
+// a value: Read returns it and Append ends it with the missing newline
+// rather than cutting it off. Any other line that does not parse is an
+// error naming the file and line: it is damage, not an interrupted append.
 package jsonl
 
 import (
@@ -38,7 +42,8 @@ func Read[T any](path string) ([]T, error) {
 		}
 		var v T
 		if err := json.Unmarshal(sc.Bytes(), &v); err != nil {
-			if !sc.Scan() && data[len(data)-1] != '\n' {
+			torn := !json.Valid(sc.Bytes()) // before Scan reuses the buffer
+			if torn && !sc.Scan() && data[len(data)-1] != '\n' {
 				break // the last line, cut short by an interrupted append
 			}
 			return nil, fmt.Errorf("%s:%d: %w", path, line, err)
@@ -77,7 +82,9 @@ func Append(path string, v any) error {
 
 // TrimTorn cuts path after its last newline, dropping the start of a line
 // whose append was interrupted. A missing or empty file, or one that ends
-// in a newline, is left as it is; only then is the file read.
+// in a newline, is left as it is; only then is the file read. A last line
+// that is complete JSON is a value that lacks only its newline (see Read):
+// TrimTorn adds the newline instead of dropping the value.
 func TrimTorn(path string) error {
 	f, err := os.Open(path)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -102,5 +109,25 @@ func TrimTorn(path string) error {
 	if err != nil {
 		return err
 	}
-	return os.Truncate(path, int64(bytes.LastIndexByte(data, '\n')+1))
+	cut := bytes.LastIndexByte(data, '\n') + 1
+	if json.Valid(data[cut:]) {
+		return appendNewline(path)
+	}
+	return os.Truncate(path, int64(cut))
+}
+
+// appendNewline ends the file at path with a newline and syncs it.
+func appendNewline(path string) error {
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write([]byte{'\n'})
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }

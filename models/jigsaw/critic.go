@@ -65,16 +65,10 @@ func NewCritic(g Grid, seed uint64) (*Critic, error) {
 }
 
 func newCritic(g Grid, seed uint64) (*Critic, error) {
+	if err := checkCriticGrid(g); err != nil {
+		return nil, err
+	}
 	h, w := g.CropH(), g.CropW()
-	if g.P < 2 || g.Channels < 1 {
-		return nil, fmt.Errorf("grid of %d × %d pieces, %d channels: want at least 2 × 2 pieces and 1 channel", g.P, g.P, g.Channels)
-	}
-	if !madeGrid(g) {
-		return nil, fmt.Errorf("grid %+v is not one NewGrid or NewGridCrop makes", g)
-	}
-	if h < criticMinSide || w < criticMinSide {
-		return nil, fmt.Errorf("crop of %d × %d px: the critic needs at least %d × %d", h, w, criticMinSide, criticMinSide)
-	}
 	rng := rand.New(rand.NewPCG(seed, 0xc217)) // "crit"
 	conv1, err := nn.NewConv2D(rng, "critic.conv1", g.Channels, 32, 5, 1, 0, nn.HeUniform)
 	if err != nil {
@@ -96,6 +90,20 @@ func newCritic(g Grid, seed uint64) (*Critic, error) {
 	pool := nn.MaxPool2D{Size: 2, Stride: 2}
 	net := nn.Sequential{conv1, nn.ReLU{}, pool, conv2, nn.ReLU{}, pool, nn.Flatten{}, hidden, nn.ReLU{}, out}
 	return &Critic{grid: g, net: net, params: net.Params()}, nil
+}
+
+// checkCriticGrid returns an error if the critic cannot be made for g.
+func checkCriticGrid(g Grid) error {
+	if g.P < 2 || g.Channels < 1 {
+		return fmt.Errorf("grid of %d × %d pieces, %d channels: want at least 2 × 2 pieces and 1 channel", g.P, g.P, g.Channels)
+	}
+	if !madeGrid(g) {
+		return fmt.Errorf("grid %+v is not one NewGrid or NewGridCrop makes", g)
+	}
+	if h, w := g.CropH(), g.CropW(); h < criticMinSide || w < criticMinSide {
+		return fmt.Errorf("crop of %d × %d px: the critic needs at least %d × %d", h, w, criticMinSide, criticMinSide)
+	}
+	return nil
 }
 
 // madeGrid reports whether g is a grid NewGrid or NewGridCrop returns, so
@@ -532,6 +540,13 @@ func LoadCritic(r io.Reader) (*Critic, error) {
 	}
 	if f.Version != criticVersion {
 		return nil, fmt.Errorf("jigsaw: LoadCritic: file version %d, this build reads %d", f.Version, criticVersion)
+	}
+	// Check the weights the grid asks for before allocating them.
+	if err := checkCriticGrid(f.Grid); err != nil {
+		return nil, fmt.Errorf("jigsaw: LoadCritic: %w", err)
+	}
+	if want, have := criticWeights(f.Grid), countValues(f.Values); have != want {
+		return nil, fmt.Errorf("jigsaw: LoadCritic: the file holds %d weights, a critic of its grid has %d", have, want)
 	}
 	c, err := newCritic(f.Grid, 0)
 	if err != nil {

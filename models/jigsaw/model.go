@@ -683,10 +683,16 @@ func (n *Net) Save(w io.Writer) error {
 	return nil
 }
 
-// Load reads a network written by Save.
+// Load reads a network written by Save. A file whose weights are not
+// those of its configuration is an error, found before the network is
+// built, and so is one whose network would need more than 2²⁶ values for
+// the forward pass of a piece (no network of this package comes near).
 func Load(r io.Reader) (*Net, error) {
 	var c checkpoint
 	if err := gob.NewDecoder(r).Decode(&c); err != nil {
+		return nil, fmt.Errorf("jigsaw: Load: %w", err)
+	}
+	if err := c.Config.checkLoadSize(countValues(c.Values)); err != nil {
 		return nil, fmt.Errorf("jigsaw: Load: %w", err)
 	}
 	n, err := New(c.Config, 0)

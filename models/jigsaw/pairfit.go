@@ -710,6 +710,9 @@ func SavePairsFile(path string, w *PairWeights) error {
 	return nil
 }
 
+// isSquare reports whether n = side², without overflowing for any side >= 1.
+func isSquare(n, side int) bool { return n%side == 0 && n/side == side }
+
 // LoadPairsFile reads pair weights written by SavePairsFile. A file of
 // another format or version, or with matrices of the wrong size, is an
 // error; whether they fit a network is checked when they decode.
@@ -739,7 +742,7 @@ func LoadPairsFile(path string) (*PairWeights, error) {
 		return nil, fmt.Errorf("jigsaw: LoadPairsFile: %s: version %d has no border vectors", path, f.Version)
 	case f.Version == 3 && len(f.Border) != 4:
 		return nil, fmt.Errorf("jigsaw: LoadPairsFile: %s: %d border vectors, version 3 has 4", path, len(f.Border))
-	case f.Depth < 1 || f.LenH < 1 || f.LenV < 1 || len(f.H) != f.LenH*f.LenH || len(f.V) != f.LenV*f.LenV:
+	case f.Depth < 1 || f.LenH < 1 || f.LenV < 1 || !isSquare(len(f.H), f.LenH) || !isSquare(len(f.V), f.LenV):
 		return nil, fmt.Errorf("jigsaw: LoadPairsFile: %s: depth %d, matrices of %d and %d entries for strips of %d and %d", path, f.Depth, len(f.H), len(f.V), f.LenH, f.LenV)
 	}
 	w := &PairWeights{Depth: f.Depth, LenH: f.LenH, LenV: f.LenV, H: f.H, V: f.V, Unary: f.Unary, Border: f.Border}

@@ -2,6 +2,7 @@ package jigsaw
 
 import (
 	"fmt"
+	"math"
 	"math/rand/v2"
 
 	"github.com/permlab/permlab/ad/optim"
@@ -93,6 +94,14 @@ func (n *Net) loadTrainState(path string, tc *TrainConfig, count int, opt *optim
 	ps := n.Params()
 	if len(st.Trace) != st.Step || len(st.Values) != len(ps) || len(st.Names) != len(ps) {
 		return nil, fmt.Errorf("jigsaw: Train: checkpoint %s is inconsistent: step %d, %d losses, %d parameters", path, st.Step, len(st.Trace), len(st.Values))
+	}
+	for i, l := range st.Trace {
+		if math.IsNaN(l) || math.IsInf(l, 0) {
+			return nil, fmt.Errorf("jigsaw: Train: checkpoint %s is inconsistent: the loss of step %d is %v", path, i+1, l)
+		}
+	}
+	if !(st.Seconds >= 0) || math.IsInf(st.Seconds, 0) {
+		return nil, fmt.Errorf("jigsaw: Train: checkpoint %s is inconsistent: %v seconds of training", path, st.Seconds)
 	}
 	for i, p := range ps {
 		if st.Names[i] != p.Name || len(st.Values[i]) != len(p.Value.Data) {

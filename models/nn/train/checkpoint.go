@@ -2,6 +2,7 @@ package train
 
 import (
 	"fmt"
+	"math"
 	"slices"
 
 	"github.com/permlab/permlab/ad"
@@ -93,6 +94,9 @@ func (r *runner) resume() error {
 	if len(ck.Loss) != ck.Step || len(ck.Values) != len(r.params) {
 		return fmt.Errorf("train: Run: checkpoint %s is inconsistent: step %d, %d losses, %d parameters", path, ck.Step, len(ck.Loss), len(ck.Values))
 	}
+	if m := ck.inconsistency(r.perEpoch); m != "" {
+		return fmt.Errorf("train: Run: checkpoint %s is inconsistent: %s", path, m)
+	}
 	for i, p := range r.params {
 		if len(ck.Values[i]) != len(p.Value.Data) {
 			return fmt.Errorf("train: Run: checkpoint %s is inconsistent: parameter %q has %d values, want %d", path, p.Name, len(ck.Values[i]), len(p.Value.Data))
@@ -110,6 +114,30 @@ func (r *runner) resume() error {
 	r.res.Loss = ck.Loss
 	r.res.Epochs = ck.Epochs
 	return nil
+}
+
+// inconsistency describes the first way in which ck's history is not one
+// that Run writes with perEpoch steps per epoch (a finite loss per step, the
+// statistics of every finished epoch, a stop only at the end of an epoch),
+// or returns "".
+func (ck *checkpoint) inconsistency(perEpoch int) string {
+	for i, v := range ck.Loss {
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			return fmt.Sprintf("the loss of step %d is %v", i, v)
+		}
+	}
+	if want := ck.Step / perEpoch; len(ck.Epochs) != want {
+		return fmt.Sprintf("step %d with %d finished epochs, want %d", ck.Step, len(ck.Epochs), want)
+	}
+	for i, e := range ck.Epochs {
+		if e.Epoch != i || e.Step != (i+1)*perEpoch || math.IsNaN(e.Loss) || math.IsInf(e.Loss, 0) {
+			return fmt.Sprintf("epoch %d is recorded as epoch %d ending at step %d with loss %v", i, e.Epoch, e.Step, e.Loss)
+		}
+	}
+	if ck.Stopped && ck.Step%perEpoch != 0 {
+		return fmt.Sprintf("stopped at step %d, inside an epoch", ck.Step)
+	}
+	return ""
 }
 
 // writeCheckpoint writes ck to path atomically: the bytes go to a temporary
