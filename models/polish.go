@@ -289,45 +289,32 @@ func (sc *Scorer) maximise(s *State) (float64, error) {
 	if len(sc.profiled) == 0 {
 		return j0, nil
 	}
-	dim := 0
-	for _, rs := range sc.profiled {
-		dim += rs.Size()
-	}
-	x0 := make([]float64, 0, dim)
+	// The integrand of Exact's quadrature is the log joint to maximise:
+	// its value (through the fast paths) and its gradient on the tape.
+	q := newRealQuad(sc.m, sc.spec, sc.profiled, sc.col, sc.t, s)
+	defer func() { sc.evals += q.calls }()
+	x0 := make([]float64, 0, q.d)
 	for _, rs := range sc.profiled {
 		x0 = append(x0, s.Reals[rs.Name]...)
 	}
-	set := func(x []float64) {
-		off := 0
-		for _, rs := range sc.profiled {
-			copy(s.Reals[rs.Name], x[off:off+rs.Size()])
-			off += rs.Size()
-		}
-	}
 	var evalErr error
-	neg := func(x []float64) float64 {
-		set(x)
-		v, err := sc.logLik(s)
+	p := optimize.Problem{Func: func(x []float64) float64 {
+		v, err := q.value(x)
 		if err != nil {
 			evalErr = err
 			return math.Inf(1)
 		}
 		return -v
-	}
-	p := optimize.Problem{Func: neg}
+	}}
 	var method optimize.Method = &optimize.NelderMead{}
 	if sc.col == nil {
-		names := make([]string, len(sc.profiled))
-		for i, rs := range sc.profiled {
-			names[i] = rs.Name
-		}
+		var f [1]float64
 		p.Grad = func(grad, x []float64) {
-			set(x)
-			if err := sc.gradient(s, names, grad); err != nil {
+			if err := q.tapeEval(x, f[:], grad); err != nil {
 				evalErr = err
-				for i := range grad {
-					grad[i] = math.NaN()
-				}
+			}
+			for i := range grad {
+				grad[i] = -grad[i]
 			}
 		}
 		method = &optimize.LBFGS{}
@@ -342,41 +329,17 @@ func (sc *Scorer) maximise(s *State) (float64, error) {
 	}
 	// A line search that cannot improve further ends with an error while
 	// holding the best point found: keep whichever point is better.
-	if res == nil || len(res.X) != dim {
-		set(x0)
+	if res == nil || len(res.X) != q.d {
+		q.set(x0)
 		return j0, nil
 	}
-	set(res.X)
+	q.set(res.X)
 	v, err := sc.logLik(s)
 	if err != nil || !(v+sc.permPrior(s) >= j0) {
-		set(x0)
+		q.set(x0)
 		return j0, nil
 	}
 	return v + sc.permPrior(s), nil
-}
-
-// gradient writes the gradient of log p(y | s) + log p(θ) with respect to
-// the named real sites into grad.
-func (sc *Scorer) gradient(s *State, names []string, grad []float64) error {
-	t := sc.t
-	t.Reset()
-	z, leaves, err := HardSample(t, sc.spec, s, names...)
-	if err != nil {
-		return err
-	}
-	obj := ad.Sum(sc.m.LogLik(t, z))
-	for _, rs := range sc.profiled {
-		obj = ad.Add(obj, ad.Sum(rs.Prior.LogProbVar(leaves[rs.Name])))
-	}
-	if err := t.Backward(ad.Neg(obj)); err != nil {
-		return err
-	}
-	off := 0
-	for _, rs := range sc.profiled {
-		copy(grad[off:off+rs.Size()], leaves[rs.Name].Grad())
-		off += rs.Size()
-	}
-	return nil
 }
 
 // PolishOptions configures Scorer.Polish. The zero value gives the
@@ -533,35 +496,20 @@ type localSearch struct {
 // improved) the blocks of every permutation, and reports whether any move
 // was applied.
 func (ls *localSearch) pass() (bool, error) {
-	any := false
-	for k := range ls.sc.slots {
-		ok, err := ls.swaps(&ls.sc.slots[k])
-		if err != nil {
-			return false, err
+	for _, move := range [...]func(*polishSlot) (bool, error){ls.swaps, ls.cycles, ls.blocks} {
+		any := false
+		for k := range ls.sc.slots {
+			ok, err := move(&ls.sc.slots[k])
+			if err != nil {
+				return false, err
+			}
+			any = any || ok
 		}
-		any = any || ok
-	}
-	if any {
-		return true, nil
-	}
-	for k := range ls.sc.slots {
-		ok, err := ls.cycles(&ls.sc.slots[k])
-		if err != nil {
-			return false, err
+		if any {
+			return true, nil
 		}
-		any = any || ok
 	}
-	if any {
-		return true, nil
-	}
-	for k := range ls.sc.slots {
-		ok, err := ls.blocks(&ls.sc.slots[k])
-		if err != nil {
-			return false, err
-		}
-		any = any || ok
-	}
-	return any, nil
+	return false, nil
 }
 
 // eval returns J at the current permutations with the real sites as they
@@ -574,9 +522,11 @@ func (ls *localSearch) eval() (float64, error) {
 	return v + ls.sc.permPrior(ls.s), nil
 }
 
-// try evaluates the state after the move already applied to p, keeps it if
-// J rises, and otherwise calls undo.
-func (ls *localSearch) try(undo func()) (bool, error) {
+// improves evaluates the state after a move already applied and reports
+// whether J rose, in which case it keeps the new J; the caller undoes the
+// move otherwise. (An undo callback would allocate a closure for each of
+// the O(n³) candidates of a pass.)
+func (ls *localSearch) improves() (bool, error) {
 	v, err := ls.eval()
 	if err != nil {
 		return false, err
@@ -586,7 +536,6 @@ func (ls *localSearch) try(undo func()) (bool, error) {
 		ls.moves++
 		return true, nil
 	}
-	undo()
 	return false, nil
 }
 
@@ -621,9 +570,12 @@ func (ls *localSearch) swaps(sl *polishSlot) (bool, error) {
 				continue
 			}
 			p[i], p[k] = p[k], p[i]
-			ok, err := ls.try(func() { p[i], p[k] = p[k], p[i] })
+			ok, err := ls.improves()
 			if err != nil {
 				return false, err
+			}
+			if !ok {
+				p[i], p[k] = p[k], p[i]
 			}
 			any = any || ok
 		}
@@ -661,9 +613,12 @@ func (ls *localSearch) cycles(sl *polishSlot) (bool, error) {
 						continue
 					}
 					p[i], p[k], p[l] = ni, nk, nl
-					ok, err := ls.try(func() { p[i], p[k], p[l] = ci, ck, cl })
+					ok, err := ls.improves()
 					if err != nil {
 						return false, err
+					}
+					if !ok {
+						p[i], p[k], p[l] = ci, ck, cl
 					}
 					if ok {
 						any = true

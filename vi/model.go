@@ -562,21 +562,9 @@ func (p *modelPlan) runParallel(ctx context.Context, m Model) ([]*fitRun, error)
 		workers = runtime.GOMAXPROCS(0)
 	}
 	workers = min(workers, o.Starts)
-	if f := o.Progress; f != nil && workers > 1 {
-		var mu sync.Mutex
-		p.o.Progress = func(mp ModelProgress) { // serialized, as documented
-			mu.Lock()
-			defer mu.Unlock()
-			f(mp)
-		}
-	}
-	if f := o.Trace; f != nil && workers > 1 {
-		var mu sync.Mutex
-		p.o.Trace = func(tp TracePoint) {
-			mu.Lock()
-			defer mu.Unlock()
-			f(tp)
-		}
+	if workers > 1 { // the hooks are serialized, as documented
+		p.o.Progress = serialized(o.Progress)
+		p.o.Trace = serialized(o.Trace)
 	}
 	runs := make([]*fitRun, o.Starts)
 	errs := make([]error, o.Starts)
@@ -617,6 +605,19 @@ func (p *modelPlan) runParallel(ctx context.Context, m Model) ([]*fitRun, error)
 	// Starts skipped by the budget are the last ones (starts begin in
 	// index order), so the fits left keep their indices.
 	return slices.DeleteFunc(runs, func(r *fitRun) bool { return r == nil }), nil
+}
+
+// serialized returns f behind a mutex of its own, or nil for a nil f.
+func serialized[T any](f func(T)) func(T) {
+	if f == nil {
+		return nil
+	}
+	var mu sync.Mutex
+	return func(v T) {
+		mu.Lock()
+		defer mu.Unlock()
+		f(v)
+	}
 }
 
 // fit runs fit i for at most steps steps and estimates its ELBO afresh.

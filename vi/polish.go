@@ -409,6 +409,13 @@ func (p *modelPlan) applyPolish(res *ModelResult) {
 		"checked by %s: the mode is the most probable of %d local searches (swaps, 3-cycles, blocks) from each fit's mode, %d of its draws and %d random restarts; it came from %s, J = %.4g, %.3g nats above fit %d's own mode (%d evaluations, %v)",
 		kind, len(rep.Candidates), p.o.Polish.Draws, p.o.Polish.Restarts, rep.From, rep.LogJoint, rep.Gain, res.Best, rep.Evals, rep.Elapsed.Round(time.Millisecond)))
 	w := p.o.Polish.WarnNats
+	if rep.Integration == "profile" && rep.Gain > 0 {
+		// Maximising over real sites flatters permutations they can be
+		// fitted to (see models.Scorer): the move is not evidence.
+		post.Warnings = append(post.Warnings, fmt.Sprintf(
+			"the check moved the fit's mode by %.3g nats of a profile: the real sites have more than %d coordinates, too many to integrate, so J is their maximum, which favours permutations they can be fitted to; the answer may be less probable than the fit's own mode",
+			rep.Gain, models.MaxLaplaceDims))
+	}
 	if rep.Gain > w {
 		who := "polishing moved the fit's mode"
 		if rep.Fit < 0 {

@@ -242,3 +242,28 @@ func TestCheckThatFailsLeavesTheFit(t *testing.T) {
 	_, err = vi.FitModel(ctx, pr, vi.ModelOptions{Seed: 1, Steps: 200})
 	require.Error(t, err, "a cancelled fit is an error, not a warning")
 }
+
+// wideMatch is point matching with an unrelated real site of more than
+// models.MaxLaplaceDims coordinates, which the check can only profile.
+type wideMatch struct{ pr *matching.Problem }
+
+func (m wideMatch) Sites() []models.Site {
+	return append(m.pr.Sites(), &models.RealSite{Name: "w", Shape: []int{models.MaxLaplaceDims + 1}, Prior: models.Normal{Sigma: 1}})
+}
+
+func (m wideMatch) LogLik(t *ad.Tape, z *models.Sample) *ad.Var {
+	k := z.K()
+	return ad.Add(m.pr.LogLik(t, z), ad.Scale(ad.SumAxis(ad.Reshape(ad.Square(z.Real("w")), k, -1), 1), -0.5))
+}
+
+// TestCheckWarnsOfAProfile: when J can only maximise over the real sites,
+// a move of the mode comes with a warning that says J is a profile.
+func TestCheckWarnsOfAProfile(t *testing.T) {
+	pr, err := matching.Generate(matching.Config{N: 7, Sigma: 0.1, Seed: 1})
+	require.NoError(t, err)
+	res, err := vi.FitModel(context.Background(), wideMatch{pr}, vi.ModelOptions{Seed: 1, Steps: 5})
+	require.NoError(t, err)
+	require.Equal(t, "profile", res.Polish.Integration)
+	require.Positive(t, res.Polish.Gain, "five steps leave the fit's mode short of the answer")
+	assert.True(t, hasWarning(res.Posterior, "nats of a profile"), "warnings: %v", res.Posterior.Warnings)
+}

@@ -70,19 +70,9 @@ func Generate(cfg Config) (*Problem, error) {
 		r := ref[truth[i]]
 		obs[i] = [2]float64{r[0] + cfg.Sigma*rng.NormFloat64(), r[1] + cfg.Sigma*rng.NormFloat64()}
 	}
-	var mask *perm.Mask
-	if cfg.Radius > 0 {
-		var err error
-		if mask, err = perm.NewMask(n); err != nil {
-			return nil, fmt.Errorf("matching: Generate: %w", err)
-		}
-		for i := range n {
-			for j := range n {
-				if sqDist(ref[truth[i]], ref[j]) < cfg.Radius*cfg.Radius {
-					_ = mask.Set(i, j, true) // indices are in range
-				}
-			}
-		}
+	mask, err := radiusMask(ref, truth, cfg.Radius)
+	if err != nil {
+		return nil, fmt.Errorf("matching: Generate: %w", err)
 	}
 	pr, err := NewProblem(ref, obs, cfg.Sigma, mask)
 	if err != nil {
@@ -217,6 +207,28 @@ func (pr *Problem) statePerm(s *models.State) (perm.Perm, error) {
 		return nil, fmt.Errorf("permutation has size %d, want %d", len(ps[0]), pr.N())
 	}
 	return ps[0], nil
+}
+
+// radiusMask returns the candidate mask that lets observation i go to
+// reference point j only if ‖r_{truth(i)} − r_j‖ < radius, so that the
+// truth is always a candidate; nil (no mask) for radius <= 0.
+func radiusMask(ref [][2]float64, truth perm.Perm, radius float64) (*perm.Mask, error) {
+	if radius <= 0 {
+		return nil, nil
+	}
+	n := len(ref)
+	mask, err := perm.NewMask(n)
+	if err != nil {
+		return nil, err
+	}
+	for i := range n {
+		for j := range n {
+			if sqDist(ref[truth[i]], ref[j]) < radius*radius {
+				_ = mask.Set(i, j, true) // indices are in range
+			}
+		}
+	}
+	return mask, nil
 }
 
 func sqDist(a, b [2]float64) float64 {

@@ -109,19 +109,9 @@ func GeneratePairwise(cfg PairwiseConfig) (*Pairwise, error) {
 			obsDist.Set(k, i, v)
 		}
 	}
-	var mask *perm.Mask
-	if cfg.Radius > 0 {
-		var err error
-		if mask, err = perm.NewMask(n); err != nil {
-			return nil, fmt.Errorf("matching: GeneratePairwise: %w", err)
-		}
-		for i := range n {
-			for j := range n {
-				if sqDist(ref[truth[i]], ref[j]) < cfg.Radius*cfg.Radius {
-					_ = mask.Set(i, j, true) // indices are in range
-				}
-			}
-		}
+	mask, err := radiusMask(ref, truth, cfg.Radius)
+	if err != nil {
+		return nil, fmt.Errorf("matching: GeneratePairwise: %w", err)
 	}
 	pr, err := NewPairwise(refDist, obsDist, cfg.Sigma, mask, fixed)
 	if err != nil {
