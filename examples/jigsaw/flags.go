@@ -336,90 +336,51 @@ func (o *options) checkValues() error {
 	if _, err := parseFloats(o.figTaus); err != nil {
 		return fmt.Errorf("-figtaus: %w", err)
 	}
+	var ck cli.Check
 	if o.training() {
 		c := o.cfg
-		switch {
-		case o.steps < 0:
-			return fmt.Errorf("-steps must be >= 0 (0: the default for p), got %d", o.steps)
-		case o.batch < 1:
-			return fmt.Errorf("-batch must be >= 1, got %d", o.batch)
-		case !(o.lr > 0) || !finite(o.lr):
-			return fmt.Errorf("-lr must be finite and > 0, got %v", o.lr)
-		case c.Filters < 1:
-			return fmt.Errorf("-filters must be >= 1, got %d", c.Filters)
-		case c.Kernel < 1 || c.Kernel%2 == 0:
-			return fmt.Errorf("-kernel must be odd and >= 1, got %d", c.Kernel)
-		case c.Pool < 1:
-			return fmt.Errorf("-pool must be >= 1, got %d", c.Pool)
-		case !(c.Tau > 0) || !finite(c.Tau):
-			return fmt.Errorf("-tau must be finite and > 0, got %v", c.Tau)
-		case c.Iters < 1:
-			return fmt.Errorf("-iters must be >= 1, got %d", c.Iters)
-		case c.Samples < 1:
-			return fmt.Errorf("-samples must be >= 1, got %d", c.Samples)
-		case !(c.Noise >= 0) || !finite(c.Noise):
-			return fmt.Errorf("-noise must be finite and >= 0, got %v", c.Noise)
-		case !(c.LossPower >= 0) || !finite(c.LossPower):
-			return fmt.Errorf("-loss-power must be finite and >= 0, got %v", c.LossPower)
-		case c.Hidden < 0:
-			return fmt.Errorf("-hidden must be >= 0 (0: none), got %d", c.Hidden)
-		case c.Refine < 0:
-			return fmt.Errorf("-refine must be >= 0 (0: none), got %d", c.Refine)
-		case c.EdgeDepth < 0:
-			return fmt.Errorf("-edge-depth must be >= 0, got %d", c.EdgeDepth)
-		}
+		ck.That(o.steps >= 0, "-steps must be >= 0 (0: the default for p), got %d", o.steps)
+		ck.AtLeast("-batch", o.batch, 1)
+		ck.Positive("-lr", o.lr)
+		ck.AtLeast("-filters", c.Filters, 1)
+		ck.That(c.Kernel >= 1 && c.Kernel%2 == 1, "-kernel must be odd and >= 1, got %d", c.Kernel)
+		ck.AtLeast("-pool", c.Pool, 1)
+		ck.Positive("-tau", c.Tau)
+		ck.AtLeast("-iters", c.Iters, 1)
+		ck.AtLeast("-samples", c.Samples, 1)
+		ck.NonNegative("-noise", c.Noise)
+		ck.NonNegative("-loss-power", c.LossPower)
+		ck.That(c.Hidden >= 0, "-hidden must be >= 0 (0: none), got %d", c.Hidden)
+		ck.That(c.Refine >= 0, "-refine must be >= 0 (0: none), got %d", c.Refine)
+		ck.AtLeast("-edge-depth", c.EdgeDepth, 0)
 	}
 	d := o.dec
 	start, end := d.Temps()
-	switch {
-	case !(d.Pairwise >= 0) || !finite(d.Pairwise):
-		return fmt.Errorf("-pairwise must be finite and >= 0, got %v", d.Pairwise)
-	case !(d.Seam >= 0) || !finite(d.Seam):
-		return fmt.Errorf("-seam must be finite and >= 0, got %v", d.Seam)
-	case d.Anneal < 0:
-		return fmt.Errorf("-anneal must be >= 0, got %d", d.Anneal)
-	case d.Restarts < 0:
-		return fmt.Errorf("-restarts must be >= 0, got %d", d.Restarts)
-	case !(d.StartTemp >= 0) || !finite(d.StartTemp):
-		return fmt.Errorf("-anneal-start must be finite and >= 0 (0: 60), got %v", d.StartTemp)
-	case !(d.EndTemp >= 0) || !finite(d.EndTemp):
-		return fmt.Errorf("-anneal-end must be finite and >= 0 (0: 0.03), got %v", d.EndTemp)
-	case end > start:
-		return fmt.Errorf("-anneal-end %v must not exceed -anneal-start %v: the temperature falls", end, start)
-	case !(d.CriticWeight >= 0) || !finite(d.CriticWeight):
-		return fmt.Errorf("-critic-weight must be finite and >= 0 (0: %d), got %v", defaultCriticWeight, d.CriticWeight)
-	}
+	ck.NonNegative("-pairwise", d.Pairwise)
+	ck.NonNegative("-seam", d.Seam)
+	ck.AtLeast("-anneal", d.Anneal, 0)
+	ck.AtLeast("-restarts", d.Restarts, 0)
+	ck.That(d.StartTemp >= 0 && finite(d.StartTemp), "-anneal-start must be finite and >= 0 (0: 60), got %v", d.StartTemp)
+	ck.That(d.EndTemp >= 0 && finite(d.EndTemp), "-anneal-end must be finite and >= 0 (0: 0.03), got %v", d.EndTemp)
+	ck.That(end <= start, "-anneal-end %v must not exceed -anneal-start %v: the temperature falls", end, start)
+	ck.That(d.CriticWeight >= 0 && finite(d.CriticWeight), "-critic-weight must be finite and >= 0 (0: %d), got %v", defaultCriticWeight, d.CriticWeight)
 	if o.fitPairs != "" {
 		f := o.fit
-		switch {
-		case f.Epochs < 1:
-			return fmt.Errorf("-fit-epochs must be >= 1, got %d", f.Epochs)
-		case f.Batch < 1:
-			return fmt.Errorf("-fit-batch must be >= 1, got %d", f.Batch)
-		case !(f.LR > 0) || !finite(f.LR):
-			return fmt.Errorf("-fit-lr must be finite and > 0, got %v", f.LR)
-		case f.Anneal < 0:
-			return fmt.Errorf("-fit-anneal must be >= 0, got %d", f.Anneal)
-		case o.fitN < 0:
-			return fmt.Errorf("-fit-n must be >= 0 (0: every image after the first -eval), got %d", o.fitN)
-		case f.Depth < 0:
-			return fmt.Errorf("-fit-depth must be >= 0 (0: the network's), got %d", f.Depth)
-		case f.Margin != jigsaw.MarginPieces && f.Margin != jigsaw.MarginPixels:
-			return fmt.Errorf("-fit-margin %q: want %s or %s", f.Margin, jigsaw.MarginPieces, jigsaw.MarginPixels)
-		}
+		ck.AtLeast("-fit-epochs", f.Epochs, 1)
+		ck.AtLeast("-fit-batch", f.Batch, 1)
+		ck.Positive("-fit-lr", f.LR)
+		ck.AtLeast("-fit-anneal", f.Anneal, 0)
+		ck.That(o.fitN >= 0, "-fit-n must be >= 0 (0: every image after the first -eval), got %d", o.fitN)
+		ck.That(f.Depth >= 0, "-fit-depth must be >= 0 (0: the network's), got %d", f.Depth)
+		ck.That(f.Margin == jigsaw.MarginPieces || f.Margin == jigsaw.MarginPixels, "-fit-margin %q: want %s or %s", f.Margin, jigsaw.MarginPieces, jigsaw.MarginPixels)
 	}
 	if o.trainCritic != "" {
 		c := o.criticCfg
-		switch {
-		case c.Epochs < 1:
-			return fmt.Errorf("-critic-epochs must be >= 1, got %d", c.Epochs)
-		case !(c.HardShare >= 0 && c.HardShare <= 1):
-			return fmt.Errorf("-critic-hard must be between 0 and 1, got %v", c.HardShare)
-		case c.HardTop < 1:
-			return fmt.Errorf("-critic-top must be >= 1, got %d", c.HardTop)
-		}
+		ck.AtLeast("-critic-epochs", c.Epochs, 1)
+		ck.That(c.HardShare >= 0 && c.HardShare <= 1, "-critic-hard must be between 0 and 1, got %v", c.HardShare)
+		ck.AtLeast("-critic-top", c.HardTop, 1)
 	}
-	return nil
+	return ck.Err()
 }
 
 // dataName is the name of the held-out data in records and file names.

@@ -213,33 +213,22 @@ func (o *options) check() error {
 		return fmt.Errorf("-variant: %q is not paper or standardized", o.variant)
 	}
 	finite := func(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
-	switch {
-	case o.testLists < 1:
-		return fmt.Errorf("-test-lists must be >= 1, got %d", o.testLists)
-	case o.steps < 0:
-		return fmt.Errorf("-steps must be >= 0, got %d", o.steps)
-	case o.batch < 1:
-		return fmt.Errorf("-batch must be >= 1, got %d", o.batch)
-	case o.samples < 1:
-		return fmt.Errorf("-samples must be >= 1, got %d", o.samples)
-	case o.iters < 1:
-		return fmt.Errorf("-iters must be >= 1, got %d", o.iters)
-	case !(o.tau > 0) || !finite(o.tau):
-		return fmt.Errorf("-tau must be finite and > 0, got %v", o.tau)
-	case o.tauEnd != 0 && (!(o.tauEnd > 0) || !finite(o.tauEnd)):
-		return fmt.Errorf("-tau-end must be 0 (no annealing) or finite and > 0, got %v", o.tauEnd)
-	case o.tauEnd > o.tau:
-		return fmt.Errorf("-tau-end %v must be <= -tau %v", o.tauEnd, o.tau)
-	case !(o.lr > 0) || !finite(o.lr):
-		return fmt.Errorf("-lr must be finite and > 0, got %v", o.lr)
-	case !(o.lrEnd > 0) || !finite(o.lrEnd):
-		return fmt.Errorf("-lr-end must be finite and > 0, got %v", o.lrEnd)
-	case o.lrEnd > o.lr:
-		return fmt.Errorf("-lr-end %v must be <= -lr %v", o.lrEnd, o.lr)
-	case !(o.noise >= 0) || !finite(o.noise):
-		return fmt.Errorf("-noise must be finite and >= 0, got %v", o.noise)
-	case o.valEvery < 0:
-		return fmt.Errorf("-val-every must be >= 0, got %d", o.valEvery)
+	var ck cli.Check
+	ck.AtLeast("-test-lists", o.testLists, 1)
+	ck.AtLeast("-steps", o.steps, 0)
+	ck.AtLeast("-batch", o.batch, 1)
+	ck.AtLeast("-samples", o.samples, 1)
+	ck.AtLeast("-iters", o.iters, 1)
+	ck.Positive("-tau", o.tau)
+	ck.That(o.tauEnd == 0 || o.tauEnd > 0 && finite(o.tauEnd), "-tau-end must be 0 (no annealing) or finite and > 0, got %v", o.tauEnd)
+	ck.That(!(o.tauEnd > o.tau), "-tau-end %v must be <= -tau %v", o.tauEnd, o.tau)
+	ck.Positive("-lr", o.lr)
+	ck.Positive("-lr-end", o.lrEnd)
+	ck.That(!(o.lrEnd > o.lr), "-lr-end %v must be <= -lr %v", o.lrEnd, o.lr)
+	ck.NonNegative("-noise", o.noise)
+	ck.AtLeast("-val-every", o.valEvery, 0)
+	if err := ck.Err(); err != nil {
+		return err
 	}
 	if o.valEvery > 0 {
 		if o.valLists < 1 {
