@@ -204,16 +204,18 @@ func (p *modelPlan) polish(ctx context.Context, m models.Model, posts []*models.
 			jobs = append(jobs, polishJob{from: fmt.Sprintf("fit %d draw %d", i, d), fit: i, draw: d, state: s})
 		}
 	}
+	// Real sites of the restarts start where the first fit put them, not
+	// at a prior draw, so that their optimisation starts somewhere
+	// sensible.
+	reals := p.stateOf(posts[0], nil).Reals
 	for r := range o.Restarts {
 		rng := rand.New(rand.NewPCG(deriveSeed(p.o.Seed, seedPolish, uint64(r)), 0x72657374))
 		s, err := models.NewState(p.spec, rng)
 		if err != nil {
 			return nil, fmt.Errorf("vi: FitModel: polish: %w", err)
 		}
-		// Real sites start where the first fit put them, not at a prior
-		// draw, so that their optimisation starts somewhere sensible.
-		for name, x := range p.stateOf(posts[0], nil).Reals {
-			s.Reals[name] = x
+		for name, x := range reals {
+			s.Reals[name] = slices.Clone(x)
 		}
 		jobs = append(jobs, polishJob{from: fmt.Sprintf("random restart %d", r), fit: -1, draw: -1, state: s})
 	}
