@@ -80,3 +80,54 @@ func TestFitModelTrace(t *testing.T) {
 	}
 	assert.InDelta(t, res.Posterior.Reals["beta"].Mean[0], last.State.Reals["beta"][0], 1e-12, "the chosen fit's last point holds its final means")
 }
+
+// TestFitModelBudgetReserve: the budget keeps time for the posterior's
+// draws, so that a call whose draws are expensive still ends near its
+// budget, with the draws all made; without that reserve the draws alone
+// would take about as long as the budget.
+func TestFitModelBudgetReserve(t *testing.T) {
+	m, err := matching.GenerateRegression(matching.RegressionConfig{N: 30, D: 1, S: 0.1, Seed: 1})
+	require.NoError(t, err)
+	const budget = 600 * time.Millisecond
+	o := vi.ModelOptions{Seed: 1, Steps: 1_000_000, ELBOSamples: -1, PosteriorDraws: 4000, Polish: vi.Polish{Off: true}, Budget: budget}
+	t0 := time.Now()
+	res, err := vi.FitModel(context.Background(), m, o)
+	took := time.Since(t0)
+	require.NoError(t, err)
+	assert.True(t, res.BudgetExhausted)
+	assert.Positive(t, res.Steps)
+	assert.Len(t, res.Posterior.Perms["P"].Draws, 4000)
+	// The tolerance allows for a loaded machine; the draws alone take a
+	// large share of the budget (logged), so a run that did not keep
+	// time for them would end well past it.
+	assert.Less(t, took, budget+budget/3, "took %v", took)
+	t.Logf("took %v for a budget of %v, %d steps", took, budget, res.Steps)
+}
+
+// TestFitModelWindowRanking: with ELBOSamples < 0 the fits are ranked by
+// the mean of their last per-step ELBO estimates, which FitELBO reports,
+// and the notes say so.
+func TestFitModelWindowRanking(t *testing.T) {
+	m, err := matching.GenerateRegression(matching.RegressionConfig{N: 6, D: 1, S: 0.1, Seed: 1})
+	require.NoError(t, err)
+	o := vi.ModelOptions{Seed: 1, Steps: 300, Starts: 3, ELBOSamples: -1, Polish: vi.Polish{Off: true}}
+	res, err := vi.FitModel(context.Background(), m, o)
+	require.NoError(t, err)
+	require.Len(t, res.FitELBO, 3)
+	// Refit each start alone to read its trace: fit i of a multi-start run
+	// is the same as ... the chosen fit's trace is in the result.
+	var sum float64
+	for _, v := range res.ELBO[len(res.ELBO)-50:] {
+		sum += v
+	}
+	assert.InDelta(t, sum/50, res.FinalELBO, 1e-9)
+	assert.Equal(t, res.FitELBO[res.Best], res.FinalELBO)
+	for _, e := range res.FitELBO {
+		assert.LessOrEqual(t, e, res.FinalELBO)
+	}
+	assert.Positive(t, res.FinalELBOStdErr)
+	assert.Contains(t, strings.Join(res.Posterior.Notes, "\n"), "mean ELBO estimate of its last 50 steps")
+
+	_, err = vi.FitModel(context.Background(), m, vi.ModelOptions{Seed: 1, ELBOSamples: 1})
+	require.ErrorContains(t, err, "ELBOSamples")
+}

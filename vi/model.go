@@ -133,7 +133,10 @@ type ModelOptions struct {
 	// improving and spends the steps saved on further fits.
 	Restart Restart
 	// ELBOSamples is the number of samples of the fresh ELBO estimate that
-	// ranks the fits; default 10000.
+	// ranks the fits; default 10000. A negative value ranks them instead
+	// by the mean of their last per-step estimates (over Restart.Window
+	// steps, or 50), which costs nothing: the choice for a large model
+	// whose ELBO samples are expensive, fitted with restarts.
 	ELBOSamples int
 	// PosteriorDraws is the number of hard permutation draws from the
 	// fitted guides that estimate the marginals; default 1000.
@@ -147,15 +150,21 @@ type ModelOptions struct {
 	Checkpoint      string
 	CheckpointEvery int
 
-	// Budget, if > 0, bounds the wall time of the fits: the running fit
-	// stops at its next step once Budget has passed since FitModel began,
-	// no further start begins, and the fits made so far (each with the
-	// steps it took) make the result, as when they end normally. The
-	// fresh ELBO estimates and the check of the answer run after the
-	// budget, and ModelResult.Elapsed includes them. A budget makes the
-	// result depend on the machine's speed; ModelResult.BudgetExhausted
-	// and Steps say what it allowed. A context deadline instead cancels
-	// the fit with an error.
+	// Budget, if > 0, bounds the wall time of the fits and of the
+	// estimates that follow them. FitModel times one posterior draw of the
+	// first fit's initial guides and every step, and the running fit
+	// stops, and no further start begins, once a step as long as the
+	// longest of the latest four would leave less than the reserve for
+	// the estimates: budgetSafety (1.25) times PosteriorDraws + 1 such
+	// draws and, unless ELBOSamples < 0, ⌈ELBOSamples/K⌉ steps for a fit's
+	// fresh ELBO estimate. The fits made so far (each with the steps it
+	// took) then make the result, as when they end normally; if the
+	// budget cannot hold even the reserve, the first fit takes no step and
+	// the result holds its initial guides, with Steps 0. The check of
+	// the answer (Polish) runs after the budget, and ModelResult.Elapsed
+	// includes it. A budget makes the result depend on the machine's
+	// speed; ModelResult.BudgetExhausted and Steps say what it allowed. A
+	// context deadline instead cancels the fit with an error.
 	Budget time.Duration
 
 	// Polish configures the check of the answer by the model's exact log
@@ -235,7 +244,8 @@ type ModelResult struct {
 	ELBO []float64
 	// FinalELBO is the fresh estimate (ELBOSamples samples, at the final
 	// temperature) of the chosen fit's ELBO, and FinalELBOStdErr its
-	// Monte Carlo standard error.
+	// Monte Carlo standard error; with ELBOSamples < 0, the mean of its
+	// last per-step estimates and the standard error of that mean.
 	FinalELBO, FinalELBOStdErr float64
 	// Starts is the number of fits run, restarts included; FitELBO and
 	// FitSteps hold the fresh ELBO estimate and the steps of each, and
@@ -445,8 +455,8 @@ func (o *ModelOptions) setDefaults() error {
 		return fmt.Errorf("vi: FitModel: Workers must be >= 0, got %d", o.Workers)
 	case o.Budget < 0:
 		return fmt.Errorf("vi: FitModel: Budget must be >= 0, got %v", o.Budget)
-	case o.ELBOSamples < 2:
-		return fmt.Errorf("vi: FitModel: ELBOSamples must be >= 2, got %d", o.ELBOSamples)
+	case o.ELBOSamples == 1:
+		return fmt.Errorf("vi: FitModel: ELBOSamples must be >= 2 (or negative), got %d", o.ELBOSamples)
 	case o.PosteriorDraws < 1:
 		return fmt.Errorf("vi: FitModel: PosteriorDraws must be >= 1, got %d", o.PosteriorDraws)
 	case !(o.TauPrior >= 0) || math.IsInf(o.TauPrior, 0):
@@ -512,8 +522,9 @@ type fitRun struct {
 	guides []Guide
 	trace  []float64 // per-step ELBO estimates
 	steps  int
-	elbo   float64 // fresh estimate
+	elbo   float64 // fresh estimate (or the mean of the last window)
 	stderr float64
+	clock  stepClock // its steps' timing
 }
 
 // run runs the fits: Starts of them, or with restarts as many as the
@@ -536,7 +547,7 @@ func (p *modelPlan) run(ctx context.Context, m Model) ([]*fitRun, error) {
 		} else if i == o.Starts {
 			break
 		}
-		if i > 0 && p.pastDeadline() {
+		if i > 0 && p.timeUp(runs[i-1].clock.longest(), runs[i-1].clock.mean()) {
 			break
 		}
 		r, err := p.fit(ctx, m, i, steps)
@@ -577,7 +588,7 @@ func (p *modelPlan) runParallel(ctx context.Context, m Model) ([]*fitRun, error)
 		go func() {
 			defer wg.Done()
 			for i := range next {
-				if i > 0 && p.pastDeadline() {
+				if i > 0 && p.timeUp(0, 0) {
 					continue // the budget ran out before this start began
 				}
 				runs[i], errs[i] = p.fit(ctx, m, i, o.Steps)
@@ -635,6 +646,10 @@ func (p *modelPlan) fit(ctx context.Context, m Model, i, steps int) (*fitRun, er
 	}
 	fitCtx, stop := context.WithCancel(ctx)
 	defer stop()
+	var clock stepClock
+	if !p.deadline.IsZero() {
+		p.timeDraws(guides)
+	}
 	var plateau *Plateau
 	if o.Restart.Window > 0 {
 		plateau, err = NewPlateau(o.Restart.Window, o.Restart.Z)
@@ -649,7 +664,8 @@ func (p *modelPlan) fit(ctx context.Context, m Model, i, steps int) (*fitRun, er
 		if plateau != nil && plateau.Add(pr.ELBO) {
 			stop()
 		}
-		if p.pastDeadline() {
+		clock.tick()
+		if p.timeUp(clock.longest(), clock.mean()) {
 			stop()
 		}
 		if o.Progress != nil && (pr.Step%o.ProgressEvery == 0 || pr.Step == pr.Steps) {
@@ -661,18 +677,53 @@ func (p *modelPlan) fit(ctx context.Context, m Model, i, steps int) (*fitRun, er
 			}
 		}
 	}
-	res, err := Fit(fitCtx, m, guides, fo)
+	clock.start()
+	var res *Result
+	if p.timeUp(0, 0) {
+		// The budget cannot even hold the estimates: no step is taken,
+		// and the result says so (Steps 0, BudgetExhausted).
+		res = &Result{}
+	} else {
+		res, err = Fit(fitCtx, m, guides, fo)
+	}
 	if err != nil {
 		if ctx.Err() != nil || !errors.Is(err, context.Canceled) {
 			return nil, fmt.Errorf("vi: FitModel: fit %d: %w", i, err)
 		}
 		// Our own stop: the fit reached a plateau or the budget.
 	}
-	elbo, se, err := p.freshELBO(m, guides)
-	if err != nil {
-		return nil, fmt.Errorf("vi: FitModel: fit %d: %w", i, err)
+	var elbo, se float64
+	if o.ELBOSamples > 0 {
+		if elbo, se, err = p.freshELBO(m, guides); err != nil {
+			return nil, fmt.Errorf("vi: FitModel: fit %d: %w", i, err)
+		}
+	} else {
+		elbo, se = windowELBO(res.ELBO, p.rankWindow())
 	}
-	return &fitRun{guides: guides, trace: res.ELBO, steps: res.Steps, elbo: elbo, stderr: se}, nil
+	return &fitRun{guides: guides, trace: res.ELBO, steps: res.Steps, elbo: elbo, stderr: se, clock: clock}, nil
+}
+
+// rankWindow is the number of final steps whose per-step ELBO estimates
+// rank the fits when ELBOSamples < 0: the restart window, or 50.
+func (p *modelPlan) rankWindow() int {
+	if p.o.Restart.Window > 0 {
+		return p.o.Restart.Window
+	}
+	return 50
+}
+
+// windowELBO returns the mean of the last w per-step ELBO estimates (all
+// of them if fewer) and its standard error, NaN with fewer than two; a fit
+// that took no step has an ELBO of −∞.
+func windowELBO(trace []float64, w int) (mean, stderr float64) {
+	if len(trace) == 0 {
+		return math.Inf(-1), math.NaN()
+	}
+	m, v := meanVariance(trace[max(len(trace)-w, 0):])
+	if len(trace) < 2 {
+		return m, math.NaN()
+	}
+	return m, math.Sqrt(v / float64(min(w, len(trace))))
 }
 
 // replayPlateau feeds the ELBO trace of an existing checkpoint at path to
@@ -740,12 +791,12 @@ func (p *modelPlan) annotate(res *ModelResult) {
 	post.Warnings = append(post.Warnings, p.warnings...)
 	if res.Starts > 1 && res.Polish != nil {
 		post.Notes = append(post.Notes, fmt.Sprintf(
-			"kept fit %d of %d by the log joint its polished mode and draws reached: %.4g (all fits: %s; fresh %d-sample ELBO estimates: %s)",
-			res.Best, res.Starts, res.Polish.FitLogJoint[res.Best], formatFloats(res.Polish.FitLogJoint), p.o.ELBOSamples, formatFloats(res.FitELBO)))
+			"kept fit %d of %d by the log joint its polished mode and draws reached: %.4g (all fits: %s; ELBO estimates, %s: %s)",
+			res.Best, res.Starts, res.Polish.FitLogJoint[res.Best], formatFloats(res.Polish.FitLogJoint), p.elboKind(), formatFloats(res.FitELBO)))
 	} else if res.Starts > 1 {
 		post.Notes = append(post.Notes, fmt.Sprintf(
-			"kept fit %d of %d by a fresh %d-sample ELBO estimate: %.4g ± %.2g (all fits: %s)",
-			res.Best, res.Starts, p.o.ELBOSamples, res.FinalELBO, res.FinalELBOStdErr, formatFloats(res.FitELBO)))
+			"kept fit %d of %d by %s: %.4g ± %.2g (all fits: %s)",
+			res.Best, res.Starts, p.elboKind(), res.FinalELBO, res.FinalELBOStdErr, formatFloats(res.FitELBO)))
 		second := math.Inf(-1)
 		near := 0
 		for i, e := range res.FitELBO {
@@ -762,6 +813,14 @@ func (p *modelPlan) annotate(res *ModelResult) {
 				res.Best, res.Starts, res.FinalELBO-second))
 		}
 	}
+}
+
+// elboKind says how the fits' ELBO was estimated, for the notes.
+func (p *modelPlan) elboKind() string {
+	if p.o.ELBOSamples > 0 {
+		return fmt.Sprintf("a fresh %d-sample ELBO estimate", p.o.ELBOSamples)
+	}
+	return fmt.Sprintf("the mean ELBO estimate of its last %d steps", p.rankWindow())
 }
 
 func formatFloats(x []float64) string {

@@ -6,6 +6,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -31,15 +32,8 @@ type modelPlan struct {
 	began     time.Time     // when FitModel began
 	deadline  time.Time     // end of the Budget; zero without one
 	budgetHit atomic.Bool   // a fit stopped at the deadline
-}
-
-// pastDeadline reports whether the Budget has run out, and records it.
-func (p *modelPlan) pastDeadline() bool {
-	if p.deadline.IsZero() || time.Now().Before(p.deadline) {
-		return false
-	}
-	p.budgetHit.Store(true)
-	return true
+	drawOnce  sync.Once     // times drawCost
+	drawCost  time.Duration // cost of one posterior draw, timed under a Budget
 }
 
 func newModelPlan(spec *models.Spec, o ModelOptions) (*modelPlan, error) {

@@ -17,6 +17,11 @@ import (
 // permutation site PosteriorDraws hard draws and their frequencies, for
 // every real site the moments of q and as many draws.
 func (p *modelPlan) posterior(guides []Guide) (*models.Posterior, error) {
+	return p.posteriorN(guides, p.o.PosteriorDraws)
+}
+
+// posteriorN is posterior with d draws per site.
+func (p *modelPlan) posteriorN(guides []Guide, d int) (*models.Posterior, error) {
 	post := &models.Posterior{Perms: map[string]*models.PermPosterior{}, Reals: map[string]*models.RealPosterior{}}
 	var families []string
 	rng := rand.New(rand.NewPCG(deriveSeed(p.o.Seed, seedDraws, 0), 0x64726177))
@@ -25,19 +30,19 @@ func (p *modelPlan) posterior(guides []Guide) (*models.Posterior, error) {
 		switch g := g.(type) {
 		case *GumbelSinkhorn:
 			families = appendOnce(families, "Gumbel-Sinkhorn")
-			post.Perms[g.Site], err = p.gsPosterior(g, rng)
+			post.Perms[g.Site], err = p.gsPosterior(g, d, rng)
 		case *Rounding:
 			families = appendOnce(families, "rounding")
-			post.Perms[g.Site], err = p.roundingPosterior(g, rng)
+			post.Perms[g.Site], err = p.roundingPosterior(g, d, rng)
 		case *realNormal:
-			post.Reals[g.site.Name] = p.realPosterior(g, rng)
+			post.Reals[g.site.Name] = p.realPosterior(g, d, rng)
 		case PermGuide:
 			families = appendOnce(families, fmt.Sprintf("%T", g))
-			post.Perms[g.Name()], err = p.providedPosterior(g, rng)
+			post.Perms[g.Name()], err = p.providedPosterior(g, d, rng)
 		case RealGuide:
 			mean, std := g.Moments()
 			site, _ := p.spec.Lookup(g.Name())
-			post.Reals[g.Name()] = momentPosterior(site.(*models.RealSite), mean, std, p.o.PosteriorDraws, rng)
+			post.Reals[g.Name()] = momentPosterior(site.(*models.RealSite), mean, std, d, rng)
 		}
 		if err != nil {
 			return nil, fmt.Errorf("vi: FitModel: site %q: %w", g.Name(), err)
@@ -60,9 +65,8 @@ func appendOnce(s []string, v string) []string {
 }
 
 // gsPosterior draws M(X_b + ε) from the fitted Gumbel-Sinkhorn guide.
-func (p *modelPlan) gsPosterior(g *GumbelSinkhorn, rng *rand.Rand) (*models.PermPosterior, error) {
+func (p *modelPlan) gsPosterior(g *GumbelSinkhorn, d int, rng *rand.Rand) (*models.PermPosterior, error) {
 	ps := p.permSpec(g.Site)
-	d := p.o.PosteriorDraws
 	draws := make([][]perm.Perm, d)
 	for k := range draws {
 		draws[k] = make([]perm.Perm, ps.B())
@@ -81,14 +85,13 @@ func (p *modelPlan) gsPosterior(g *GumbelSinkhorn, rng *rand.Rand) (*models.Perm
 
 // roundingPosterior draws round(Ψ_b), Ψ_b = S(Θ_b) + σ_b ⊙ Z, from the
 // fitted rounding guide: the permutation its relaxed samples are pulled to.
-func (p *modelPlan) roundingPosterior(g *Rounding, rng *rand.Rand) (*models.PermPosterior, error) {
+func (p *modelPlan) roundingPosterior(g *Rounding, d int, rng *rand.Rand) (*models.PermPosterior, error) {
 	ps := p.permSpec(g.Site)
 	n := ps.N
 	means, err := g.Mean()
 	if err != nil {
 		return nil, err
 	}
-	d := p.o.PosteriorDraws
 	draws := make([][]perm.Perm, d)
 	for k := range draws {
 		draws[k] = make([]perm.Perm, ps.B())
@@ -120,9 +123,9 @@ func (p *modelPlan) roundingPosterior(g *Rounding, rng *rand.Rand) (*models.Perm
 
 // providedPosterior draws PosteriorDraws hard permutations from a guide
 // the model supplied.
-func (p *modelPlan) providedPosterior(g PermGuide, rng *rand.Rand) (*models.PermPosterior, error) {
+func (p *modelPlan) providedPosterior(g PermGuide, d int, rng *rand.Rand) (*models.PermPosterior, error) {
 	ps := p.permSpec(g.Name())
-	draws := make([][]perm.Perm, p.o.PosteriorDraws)
+	draws := make([][]perm.Perm, d)
 	for k := range draws {
 		d, err := g.Draw(rng)
 		if err != nil {
@@ -142,10 +145,10 @@ func (p *modelPlan) providedPosterior(g PermGuide, rng *rand.Rand) (*models.Perm
 }
 
 // realPosterior reports the moments of q and PosteriorDraws draws from it.
-func (p *modelPlan) realPosterior(g *realNormal, rng *rand.Rand) *models.RealPosterior {
+func (p *modelPlan) realPosterior(g *realNormal, d int, rng *rand.Rand) *models.RealPosterior {
 	mean, std := g.moments()
 	site, _ := p.spec.Lookup(g.site.Name)
-	return momentPosterior(site.(*models.RealSite), mean, std, p.o.PosteriorDraws, rng)
+	return momentPosterior(site.(*models.RealSite), mean, std, d, rng)
 }
 
 // momentPosterior reports the given moments of a real site and d draws

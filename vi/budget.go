@@ -1,0 +1,84 @@
+package vi
+
+import (
+	"math"
+	"slices"
+	"time"
+)
+
+// budgetSafety scales the measured cost of the work after the fits into
+// the time kept for it, against that work taking longer under load than
+// when it was timed.
+const budgetSafety = 1.25
+
+// stepClock times the steps of one fit, for the Budget.
+type stepClock struct {
+	recent [4]time.Duration // durations of the latest steps, newest at (n-1)%4
+	n      int              // steps timed
+	total  time.Duration    // their sum
+	last   time.Time        // end of the latest step, or the start of the first
+}
+
+func (c *stepClock) start() { c.last = time.Now() }
+
+// tick times the step that just ended.
+func (c *stepClock) tick() {
+	now := time.Now()
+	d := now.Sub(c.last)
+	c.recent[c.n%len(c.recent)] = d
+	c.n++
+	c.total += d
+	c.last = now
+}
+
+// longest returns the longest of the latest few steps, which allows for
+// the jitter of step times on a busy machine.
+func (c *stepClock) longest() time.Duration { return slices.Max(c.recent[:]) }
+
+// mean returns the mean step time so far (0 before the first).
+func (c *stepClock) mean() time.Duration {
+	if c.n == 0 {
+		return 0
+	}
+	return c.total / time.Duration(c.n)
+}
+
+// reserve returns the time the Budget keeps after the fits: for the
+// posterior, PosteriorDraws + 1 times the measured cost of one draw of
+// every site (the draws, their summary and the matching of the
+// marginals), and for a
+// fit's fresh ELBO estimate ⌈ELBOSamples/K⌉ steps of the given length (a
+// step evaluates and differentiates K samples; the estimate only
+// evaluates), each times budgetSafety.
+func (p *modelPlan) reserve(step time.Duration) time.Duration {
+	r := time.Duration(p.o.PosteriorDraws+1) * p.drawCost
+	if p.o.ELBOSamples > 0 {
+		r += time.Duration(math.Ceil(float64(p.o.ELBOSamples)/float64(p.o.K))) * step
+	}
+	return time.Duration(budgetSafety * float64(r))
+}
+
+// timeUp reports whether a step (or the start of a fit) taking longest
+// would end less than the reserve before the deadline, and records that the
+// Budget stopped the fits. Without a Budget it is always false.
+func (p *modelPlan) timeUp(longest, step time.Duration) bool {
+	if p.deadline.IsZero() || time.Until(p.deadline) >= longest+p.reserve(step) {
+		return false
+	}
+	p.budgetHit.Store(true)
+	return true
+}
+
+// timeDraws measures the cost of one posterior draw of the guides, once
+// per FitModel call, for the reserve: the time of up to 16 draws and their
+// summary, per draw. Its random numbers are its own, so it changes no
+// result.
+func (p *modelPlan) timeDraws(guides []Guide) {
+	p.drawOnce.Do(func() {
+		k := min(p.o.PosteriorDraws, 16)
+		t0 := time.Now()
+		if _, err := p.posteriorN(guides, k); err == nil {
+			p.drawCost = time.Since(t0) / time.Duration(k)
+		}
+	})
+}
