@@ -7,10 +7,11 @@ import (
 	"github.com/permlab/permlab/celegans"
 )
 
-// BenchmarkMCMCSweeps times the MCMC baseline of Solve on the problem of
-// BenchmarkELBOStep: per operation, 20 sweeps (a Gibbs draw of W from the
-// pooled canonical statistics, then N − known swap proposals per worm) and
-// the final estimate.
+// BenchmarkMCMCSweeps times the MCMC baseline of Solve, which runs through
+// mcmc.RunModel on the model of the problem, on the problem of
+// BenchmarkELBOStep: per operation, 20 sweeps of one chain (N − known swap
+// proposals per worm with the model's prepared swap deltas, then a Gibbs
+// draw of W from the pooled canonical statistics) and the final estimate.
 func BenchmarkMCMCSweeps(b *testing.B) {
 	p := benchProblem(b)
 	s := celegans.DefaultSettings()

@@ -1,6 +1,7 @@
 package celegans_test
 
 import (
+	"context"
 	"testing"
 
 	"github.com/permlab/permlab/ad"
@@ -79,7 +80,7 @@ func BenchmarkELBOStep(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			wg, err := vi.NewNormal("W", len(p.Support()), nil, s.WStd0, s.SigmaW)
+			wg, err := vi.NewNormal("W", len(p.Support()), nil, 0.05, s.SigmaW)
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -115,5 +116,21 @@ func BenchmarkELBOStep(b *testing.B) {
 			}
 			b.ReportMetric(cand, "candidates/row")
 		})
+	}
+}
+
+// BenchmarkVISteps times the Gumbel-Sinkhorn method of Solve on the problem
+// of BenchmarkELBOStep as the tables run it, through vi.FitModel: per
+// operation, 100 steps of one fit (no restarts) and the final estimate from
+// 5 draws.
+func BenchmarkVISteps(b *testing.B) {
+	p := benchProblem(b)
+	s := celegans.DefaultSettings()
+	s.Steps, s.Draws, s.PlateauWindow = 100, 5, 0
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if _, err := celegans.Solve(context.Background(), p, celegans.GumbelSinkhorn, s, uint64(i)); err != nil {
+			b.Fatal(err)
+		}
 	}
 }

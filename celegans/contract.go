@@ -6,6 +6,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
+	"sync"
 
 	"gonum.org/v1/gonum/mat"
 
@@ -80,16 +81,16 @@ func (m *Model) logLik(t *ad.Tape, pv, wv *ad.Var) *ad.Var {
 }
 
 // VI returns the model as package vi's Model, for vi.Fit with guides built
-// by hand (as the methods of this package do; vi.FitModel takes m itself).
+// by hand (vi.FitModel, which the methods of this package run, takes m
+// itself).
 func (m *Model) VI() (vi.Model, error) { return vi.ModelOf(m) }
 
-// mcState is an exact state in the form the fast paths use: one
-// permutation per worm and the shared W (canonical, dense N×N with zeros
-// off the support), with G = WᵀW kept current for fast swap deltas.
+// mcState is the W-dependent part of an exact state in the form the fast
+// paths use: the shared W (canonical, dense N×N with zeros off the
+// support), with G = WᵀW kept current for fast swap deltas.
 type mcState struct {
-	perms []perm.Perm
-	w     *mat.Dense
-	g     *mat.Dense
+	w *mat.Dense
+	g *mat.Dense
 }
 
 // wormTarget is the part of log p(Y_j | P_j, W) that depends on P_j, as a
@@ -177,7 +178,7 @@ func (p *Problem) supportRows() [][]int {
 // the prior of the W site.
 func (m *Model) gibbsW() *mcmc.RegressionRows {
 	s := m.wPrior().Sigma
-	return &mcmc.RegressionRows{Support: m.P.supportRows(), NoiseVar: m.P.NoiseVar, PriorVar: s * s}
+	return &mcmc.RegressionRows{Support: m.wRowCol, NoiseVar: m.P.NoiseVar, PriorVar: s * s}
 }
 
 // The fast paths below read an exact models.State. Their W-dependent parts
@@ -219,7 +220,7 @@ func (m *Model) fast(s *models.State) (*fastState, error) {
 		for e, rc := range m.P.support {
 			raw[rc[0]*n+rc[1]] = w[e]
 		}
-		gram(fs.st.w, m.P.supportRows(), fs.st.g)
+		gram(fs.st.w, m.wRowCol, fs.st.g)
 	}
 	return fs, nil
 }
@@ -255,6 +256,25 @@ func (m *Model) SwapDelta(s *models.State, site string, b, i, k int) (float64, e
 	return fs.tgts[b].SwapDelta(s.Perms[SiteP][b], i, k), nil
 }
 
+// PrepareSwap implements models.SwapPreparer: worm b's swap delta, the O(N)
+// SwapDelta of its target, reading the dense W and G = WᵀW of s's W, which
+// it builds (or finds in the cache) once, here, rather than on every
+// proposal. Worm b's delta depends on W alone (the worms are independent
+// given W), and stays valid while s's W keeps its value.
+func (m *Model) PrepareSwap(s *models.State, site string, b int) (func(p perm.Perm, i, k int) float64, error) {
+	if site != SiteP {
+		return nil, fmt.Errorf("celegans: Model.PrepareSwap: %q is not a permutation site", site)
+	}
+	fs, err := m.fast(s)
+	if err != nil {
+		return nil, err
+	}
+	if b < 0 || b >= len(fs.tgts) {
+		return nil, fmt.Errorf("celegans: Model.PrepareSwap: worm %d out of range", b)
+	}
+	return fs.tgts[b].SwapDelta, nil
+}
+
 // ConjugateSites implements models.Conjugate: W has a Gaussian conditional.
 func (m *Model) ConjugateSites() []string { return []string{SiteW} }
 
@@ -269,16 +289,40 @@ func (m *Model) SampleConditional(rng *rand.Rand, s *models.State, site string) 
 	if len(s.Perms[SiteP]) != m.P.Worms() || len(w) != len(m.P.support) {
 		return errors.New("celegans: Model.SampleConditional: state does not match the model")
 	}
-	n := m.P.N()
-	sxx, syx, dense := mat.NewSymDense(n, nil), mat.NewDense(n, n, nil), mat.NewDense(n, n, nil)
-	m.P.pooledCanonical(s.Perms[SiteP], sxx, syx)
-	if err := m.gibbsW().Sample(rng, dense, sxx, syx); err != nil {
+	sc := getCondScratch(m.P.N())
+	defer condScratchPool.Put(sc)
+	m.P.pooledCanonical(s.Perms[SiteP], sc.sxx, sc.syx)
+	if err := m.gibbsW().Sample(rng, sc.w, sc.sxx, sc.syx); err != nil {
 		return err
 	}
+	raw := sc.w.RawMatrix()
 	for e, rc := range m.P.support {
-		w[e] = dense.At(rc[0], rc[1])
+		w[e] = raw.Data[rc[0]*raw.Stride+rc[1]]
 	}
 	return nil
+}
+
+// condScratch is the scratch space of one draw of W: the pooled canonical
+// statistics and the dense draw, N×N each.
+type condScratch struct {
+	sxx *mat.SymDense
+	syx *mat.Dense
+	w   *mat.Dense
+}
+
+// condScratchPool holds scratch of SampleConditional between draws, so that
+// a chain's every sweep does not allocate (and clear) three N×N matrices;
+// concurrent chains each take their own.
+var condScratchPool sync.Pool
+
+// getCondScratch returns scratch for N = n from the pool, or new scratch.
+// Every matrix is overwritten before it is read: pooledCanonical zeroes the
+// statistics, and the draw sets every entry of w.
+func getCondScratch(n int) *condScratch {
+	if sc, ok := condScratchPool.Get().(*condScratch); ok && sc.sxx.SymmetricDim() == n {
+		return sc
+	}
+	return &condScratch{sxx: mat.NewSymDense(n, nil), syx: mat.NewDense(n, n, nil), w: mat.NewDense(n, n, nil)}
 }
 
 // Collapsed is the model with W integrated out analytically (a
@@ -315,7 +359,7 @@ func (m Collapsed) CollapsedLogLik(s *models.State) (float64, error) {
 	for j := range m.P.Stats {
 		total += m.constant(j) - m.trYY[j]/(2*eta2)
 	}
-	for r, cols := range m.P.supportRows() {
+	for r, cols := range m.wRowCol {
 		d := len(cols)
 		if d == 0 {
 			continue

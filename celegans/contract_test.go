@@ -169,7 +169,7 @@ func TestMethodsBeatChance(t *testing.T) {
 	chance /= float64(count)
 	for _, m := range Methods {
 		s := DefaultSettings()
-		s.Steps, s.Sweeps, s.Mean = 400, 2000, 10
+		s.Steps, s.Sweeps, s.Draws = 400, 2000, 10
 		out, err := Solve(context.Background(), p, m, s, 1)
 		require.NoError(t, err, "%s", m)
 		t.Logf("%s: unknown neurons %.3f (chance %.3f), all %.3f", m, out.AccuracyUnknown, chance, out.Accuracy)

@@ -248,8 +248,10 @@ type Experiment struct {
 	// time is plotted; "" means the first cell.
 	TraceCell string
 	// Progress, if not nil, is called from Run's goroutine as runs start,
-	// finish, fail or are skipped.
-	Progress func(Event)
+	// finish, fail or are skipped (see compare.Event; the Extra field of
+	// an event's Record holds this package's Record, which RecordOf
+	// reads). The plan event's Message describes the grid.
+	Progress func(compare.Event)
 
 	// Shard restricts Run to one shard of the grid (see package compare):
 	// the zero value runs everything and writes the reports. Worker names
@@ -259,39 +261,6 @@ type Experiment struct {
 
 	// solve is Solve; tests replace it.
 	solve func(ctx context.Context, p *Problem, m Method, s Settings, seed uint64) (*Outcome, error)
-}
-
-// Task names one run: a method on a cell with a seed.
-type Task struct {
-	Cell   string // Cell.Key()
-	Seed   int
-	Method Method
-}
-
-func (t Task) String() string { return fmt.Sprintf("%s seed %d %s", t.Cell, t.Seed, t.Method) }
-
-// EventKind says what an Event reports.
-type EventKind int
-
-// The kinds of Event.
-const (
-	EventPlan  EventKind = iota // Run has counted its tasks; Message describes the run
-	EventSkip                   // the task was found in the results file
-	EventStart                  // the task starts now
-	EventDone                   // the task finished; Record holds its result
-	EventFail                   // the method returned an error; Record.Error holds it
-	EventInfo                   // Message is a note worth showing
-)
-
-// Event is a progress report of Experiment.Run.
-type Event struct {
-	Kind    EventKind
-	Task    Task
-	Done    int           // tasks finished or skipped so far, this one included
-	Total   int           // tasks in the run
-	Budget  time.Duration // Settings.Budget, for progress displays
-	Record  *Record       // EventSkip, EventDone and EventFail
-	Message string        // EventPlan and EventInfo
 }
 
 // Record is the result of one run, as stored in the Extra field of a
@@ -350,7 +319,14 @@ type TraceRecord struct {
 	AccuracyUnknown float64 `json:"acc_unknown"`
 }
 
-func (r *Record) task() Task { return Task{Cell: r.Cell, Seed: r.Seed, Method: r.Method} }
+// task returns the run r records, as package compare names it.
+func (r *Record) task() compare.Task { return taskOf(r.Cell, r.Seed, r.Method) }
+
+// taskOf names the run of method m on cell key with seed, as package
+// compare names it.
+func taskOf(cell string, seed int, m Method) compare.Task {
+	return compare.Task{Problem: cell, Seed: seed, Method: string(m)}
+}
 
 // plannedCell is a cell with its width resolved on the run's connectome.
 type plannedCell struct {
@@ -469,6 +445,10 @@ func (e *Experiment) plan() ([]plannedCell, error) {
 // method's earlier results stale.
 func (s Settings) of(m Method) any {
 	type common struct {
+		// Engine names the code path: results of the methods' own
+		// samplers and fitting loops (before the engines ran them) are
+		// not mixed with the engines'.
+		Engine     string
 		Budget     time.Duration
 		TraceEvery int
 	}
@@ -476,18 +456,18 @@ func (s Settings) of(m Method) any {
 		common
 		Steps, K, Iters int
 		LR              float64
-		SigmaW, WStd0   float64
+		SigmaW          float64
 	}
-	c := common{s.Budget, s.TraceEvery}
-	v := variational{c, s.Steps, s.K, s.Iters, s.LR, s.SigmaW, s.WStd0}
+	c := common{"vi.FitModel, mcmc.RunModel", s.Budget, s.TraceEvery}
+	v := variational{c, s.Steps, s.K, s.Iters, s.LR, s.SigmaW}
 	switch m {
 	case GumbelSinkhorn, GumbelSinkhornNoReg:
 		return struct {
 			variational
 			Tau, TauPrior float64
-			Mean          int
+			Draws         int
 			PlateauWindow int
-		}{v, s.Tau, s.TauPrior, s.Mean, s.PlateauWindow}
+		}{v, s.Tau, s.TauPrior, s.Draws, s.PlateauWindow}
 	case Rounding:
 		return struct {
 			variational
@@ -566,12 +546,6 @@ func (e *Experiment) Run(ctx context.Context) (*Summary, error) {
 			return nil, fmt.Errorf("celegans: Experiment: trace cell %q is not in the grid", x.TraceCell)
 		}
 	}
-	emit := func(ev Event) {
-		if x.Progress != nil {
-			ev.Budget = x.Settings.Budget
-			x.Progress(ev)
-		}
-	}
 
 	byKey := make(map[string]plannedCell, len(cells))
 	grid := &compare.Grid{Seeds: x.seeds()}
@@ -611,24 +585,19 @@ func (e *Experiment) Run(ctx context.Context) (*Summary, error) {
 	// them between a variational fit and its posterior estimate, so the
 	// grid sets none of its own.
 	opts := compare.Options{Dir: x.OutDir, Shard: x.Shard, Worker: x.Worker}
-	opts.Progress = func(ev compare.Event) {
-		kinds := map[compare.EventKind]EventKind{compare.EventPlan: EventPlan, compare.EventSkip: EventSkip,
-			compare.EventStart: EventStart, compare.EventDone: EventDone, compare.EventFail: EventFail, compare.EventInfo: EventInfo}
-		out := Event{Kind: kinds[ev.Kind], Task: Task{Cell: ev.Task.Problem, Seed: ev.Task.Seed, Method: Method(ev.Task.Method)},
-			Done: ev.Done, Total: ev.Total, Message: ev.Message}
-		if ev.Kind == compare.EventPlan {
-			out.Message = x.describe(cells, ev.Total, ev.Found)
+	if x.Progress != nil {
+		opts.Progress = func(ev compare.Event) {
+			if ev.Kind == compare.EventPlan {
+				ev.Message = x.describe(cells, ev.Total, ev.Found)
+			}
+			x.Progress(ev)
 		}
-		if ev.Record != nil {
-			out.Record = fromCompare(ev.Record, byKey)
-		}
-		emit(out)
 	}
 	res, runErr := compare.Run(ctx, grid, opts)
 	if res == nil {
 		return nil, runErr
 	}
-	done := make(map[Task]*Record, len(res.Records))
+	done := make(map[compare.Task]*Record, len(res.Records))
 	for _, cr := range res.Records {
 		r := fromCompare(cr, byKey)
 		done[r.task()] = r
@@ -649,6 +618,27 @@ func (e *Experiment) Run(ctx context.Context) (*Summary, error) {
 	return sum, runErr
 }
 
+// RecordOf returns the record of this package that a run of Experiment
+// stored in the Extra field of cr (as Progress events and the results
+// files carry it), with the provenance package compare adds (worker,
+// attempt, GOMAXPROCS, CPU). It is an error if cr holds none, as for a
+// failed run, or if it names another run than cr.
+func RecordOf(cr *compare.Record) (*Record, error) {
+	r := &Record{}
+	if len(cr.Extra) == 0 {
+		return nil, fmt.Errorf("celegans: RecordOf: %s: no stored record", cr.Task())
+	}
+	if err := json.Unmarshal(cr.Extra, r); err != nil {
+		return nil, fmt.Errorf("celegans: RecordOf: %s: %w", cr.Task(), err)
+	}
+	if r.task() != cr.Task() {
+		return nil, fmt.Errorf("celegans: RecordOf: %s holds the record of %s", cr.Task(), r.task())
+	}
+	r.Error = cr.Error
+	r.Worker, r.Attempt, r.GOMAXPROCS, r.CPU = cr.Worker, cr.Attempt, cr.GOMAXPROCS, cr.CPU
+	return r, nil
+}
+
 // fromCompare returns the celegans record stored in a compare record,
 // with the provenance compare adds (worker, attempt, GOMAXPROCS, CPU). A
 // record without one (a failed run), or whose stored record does not parse
@@ -656,8 +646,8 @@ func (e *Experiment) Run(ctx context.Context) (*Summary, error) {
 // rebuilt from the compare record: its task, the cell's definition, and
 // the accuracies and iterations compare keeps.
 func fromCompare(cr *compare.Record, cells map[string]plannedCell) *Record {
-	r := &Record{}
-	if len(cr.Extra) == 0 || json.Unmarshal(cr.Extra, r) != nil || r.Cell != cr.Problem || r.Seed != cr.Seed || string(r.Method) != cr.Method {
+	r, err := RecordOf(cr)
+	if err != nil {
 		c := cells[cr.Problem]
 		r = &Record{Cell: cr.Problem, Table: c.Table, Label: c.Label, Seed: cr.Seed, Method: Method(cr.Method),
 			Worms: c.Worms, Known: c.Known, Nu: c.nu, MeanCandidates: c.mean, Config: cr.Config, Finished: cr.Finished,

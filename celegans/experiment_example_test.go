@@ -42,7 +42,7 @@ func ExampleExperiment() {
 	defer os.RemoveAll(dir)
 
 	s := celegans.DefaultSettings()
-	s.Steps, s.Sweeps, s.Mean = 20, 20, 5
+	s.Steps, s.Sweeps, s.Draws = 20, 20, 5
 	e := &celegans.Experiment{
 		Cells:      []celegans.Cell{{Label: "small", Worms: 2, Known: 10, Nu: 0.1}},
 		Methods:    []celegans.Method{celegans.MCMC, celegans.GumbelSinkhorn},

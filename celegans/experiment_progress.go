@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/schollz/progressbar/v3"
+
+	"github.com/permlab/permlab/compare"
 )
 
 // Progress shows the events of Experiment.Run: on a terminal, a progress bar
@@ -35,11 +37,15 @@ type Progress struct {
 // progressUnits is the number of bar units per task.
 const progressUnits = 1000
 
-// NewProgress returns a Progress writing to w, with a bar if w is a terminal.
-func NewProgress(w io.Writer) *Progress { return newProgress(w, isTerminal(w)) }
+// NewProgress returns a Progress writing to w, with a bar if w is a
+// terminal; the bar advances within a run as a share of budget (the
+// experiment's Settings.Budget; 0: only between runs).
+func NewProgress(w io.Writer, budget time.Duration) *Progress {
+	return newProgress(w, isTerminal(w), budget)
+}
 
-func newProgress(w io.Writer, bar bool) *Progress {
-	p := &Progress{w: w}
+func newProgress(w io.Writer, bar bool, budget time.Duration) *Progress {
+	p := &Progress{w: w, budget: budget}
 	if bar {
 		p.bar = progressbar.NewOptions64(progressUnits,
 			progressbar.OptionSetWriter(w),
@@ -91,27 +97,26 @@ func (p *Progress) tick() {
 }
 
 // Handle shows one event; it is an Experiment.Progress function.
-func (p *Progress) Handle(ev Event) {
+func (p *Progress) Handle(ev compare.Event) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.budget = ev.Budget
-	if ev.Kind != EventSkip {
+	if ev.Kind != compare.EventSkip {
 		p.flushSkipped()
 	}
 	switch ev.Kind {
-	case EventPlan:
+	case compare.EventPlan:
 		p.total = ev.Total
 		if p.bar != nil {
 			p.bar.ChangeMax64(int64(max(ev.Total, 1)) * progressUnits)
 		}
 		p.println(ev.Message)
-	case EventInfo:
+	case compare.EventInfo:
 		p.println("note: " + ev.Message)
-	case EventSkip:
+	case compare.EventSkip:
 		p.done = ev.Done
 		p.skipped++
 		p.setBar(ev)
-	case EventStart:
+	case compare.EventStart:
 		p.done = ev.Done
 		p.running = true
 		p.started = time.Now()
@@ -119,7 +124,7 @@ func (p *Progress) Handle(ev Event) {
 			p.println(fmt.Sprintf("[%d/%d] %s: started", ev.Done+1, ev.Total, ev.Task))
 		}
 		p.setBar(ev)
-	case EventDone, EventFail:
+	case compare.EventDone, compare.EventFail:
 		p.done = ev.Done
 		p.running = false
 		p.println(fmt.Sprintf("[%d/%d] %s", ev.Done, ev.Total, resultLine(ev)))
@@ -127,10 +132,16 @@ func (p *Progress) Handle(ev Event) {
 	}
 }
 
-func resultLine(ev Event) string {
-	r := ev.Record
-	if ev.Kind == EventFail {
-		return fmt.Sprintf("%s: FAILED: %s", ev.Task, r.Error)
+func resultLine(ev compare.Event) string {
+	cr := ev.Record
+	if ev.Kind == compare.EventFail {
+		return fmt.Sprintf("%s: FAILED: %s", ev.Task, cr.Error)
+	}
+	r, err := RecordOf(cr)
+	if err != nil {
+		// Not a run of Experiment: what package compare keeps.
+		r = &Record{Method: Method(cr.Method), Accuracy: cr.Metrics["accuracy"], AccuracyUnknown: cr.Metrics["accuracy_unknown"],
+			Iterations: cr.Iterations, ElapsedSec: cr.ElapsedSec}
 	}
 	unit := "steps"
 	if r.Method == MCMC {
@@ -151,12 +162,12 @@ func (p *Progress) flushSkipped() {
 	}
 }
 
-func (p *Progress) setBar(ev Event) {
+func (p *Progress) setBar(ev compare.Event) {
 	if p.bar == nil {
 		return
 	}
 	desc := fmt.Sprintf("[%d/%d]", ev.Done, ev.Total)
-	if ev.Kind == EventStart {
+	if ev.Kind == compare.EventStart {
 		desc = fmt.Sprintf("[%d/%d] %s", ev.Done+1, ev.Total, ev.Task)
 	}
 	p.bar.Describe(desc)

@@ -15,6 +15,7 @@ import (
 	"gonum.org/v1/gonum/stat"
 	"gonum.org/v1/plot"
 
+	"github.com/permlab/permlab/compare"
 	"github.com/permlab/permlab/internal/atomicfile"
 )
 
@@ -103,7 +104,7 @@ func (s *Summary) Entry(cell string, m Method) (Entry, bool) {
 // methods in the experiment's order.
 func (s *Summary) Records() []*Record { return s.records }
 
-func (e *Experiment) summarize(cells []plannedCell, done map[Task]*Record, failures []*Record) *Summary {
+func (e *Experiment) summarize(cells []plannedCell, done map[compare.Task]*Record, failures []*Record) *Summary {
 	return summarize(&Summary{
 		Connectome: e.ConnectomeName, Neurons: e.Connectome.N(), Edges: e.Connectome.Edges(),
 		T: e.T, Seeds: e.Seeds, SeedStart: e.SeedStart, Budget: e.Settings.Budget, Settings: e.Settings,
@@ -113,12 +114,12 @@ func (e *Experiment) summarize(cells []plannedCell, done map[Task]*Record, failu
 
 // summarize fills s, whose header fields (connectome, seeds, settings,
 // methods) are set, with the entries of the grid's cells from the records.
-func summarize(s *Summary, cells []plannedCell, done map[Task]*Record, failures []*Record) *Summary {
+func summarize(s *Summary, cells []plannedCell, done map[compare.Task]*Record, failures []*Record) *Summary {
 	seeds := make([]int, s.Seeds)
 	for i := range seeds {
 		seeds[i] = s.SeedStart + i
 	}
-	inGrid := make(map[Task]bool)
+	inGrid := make(map[compare.Task]bool)
 	for _, c := range cells {
 		s.Cells = append(s.Cells, CellInfo{
 			Key: c.Key(), Table: c.Table, Label: c.Label, Header: c.title(),
@@ -128,7 +129,7 @@ func summarize(s *Summary, cells []plannedCell, done map[Task]*Record, failures 
 		for _, m := range s.Methods {
 			var recs []*Record
 			for _, seed := range seeds {
-				t := Task{Cell: c.Key(), Seed: seed, Method: m}
+				t := taskOf(c.Key(), seed, m)
 				inGrid[t] = true
 				if r := done[t]; r != nil {
 					recs = append(recs, r)
@@ -143,13 +144,13 @@ func summarize(s *Summary, cells []plannedCell, done map[Task]*Record, failures 
 	for _, c := range cells {
 		for _, seed := range seeds {
 			for _, m := range s.Methods {
-				if r := done[Task{Cell: c.Key(), Seed: seed, Method: m}]; r != nil {
+				if r := done[taskOf(c.Key(), seed, m)]; r != nil {
 					s.records = append(s.records, r)
 				}
 			}
 		}
 	}
-	failed := make(map[Task]bool)
+	failed := make(map[compare.Task]bool)
 	for _, r := range failures {
 		if inGrid[r.task()] {
 			s.Failures = append(s.Failures, r)
@@ -397,9 +398,9 @@ func (s *Summary) writeTable(b *strings.Builder, cells []CellInfo, format func(E
 		b.WriteString("---|")
 	}
 	b.WriteString("\n")
-	failed := make(map[Task]bool)
+	failed := make(map[compare.Task]bool)
 	for _, r := range s.Failures {
-		failed[Task{Cell: r.Cell, Method: r.Method}] = true
+		failed[taskOf(r.Cell, 0, r.Method)] = true
 	}
 	for _, m := range s.Methods {
 		fmt.Fprintf(b, "| %s |", methodTitle(m))
@@ -409,7 +410,7 @@ func (s *Summary) writeTable(b *strings.Builder, cells []CellInfo, format func(E
 			switch {
 			case ok:
 				cell = format(e)
-			case failed[Task{Cell: c.Key, Method: m}]:
+			case failed[taskOf(c.Key, 0, m)]:
 				cell = "failed"
 			default:
 				cell = "–"

@@ -16,6 +16,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/permlab/permlab/compare"
 )
 
 func TestTableCells(t *testing.T) {
@@ -194,8 +196,8 @@ func smallExperiment(t *testing.T, dir string, f *fakeSolver) *Experiment {
 // collectNotes makes e keep the messages of its EventInfo events.
 func collectNotes(e *Experiment) *[]string {
 	var notes []string
-	e.Progress = func(ev Event) {
-		if ev.Kind == EventInfo {
+	e.Progress = func(ev compare.Event) {
+		if ev.Kind == compare.EventInfo {
 			notes = append(notes, ev.Message)
 		}
 	}
@@ -219,8 +221,8 @@ func TestExperimentSummary(t *testing.T) {
 	dir := t.TempDir()
 	f := newFakeSolver(2)
 	e := smallExperiment(t, dir, f)
-	var events []Event
-	e.Progress = func(ev Event) { events = append(events, ev) }
+	var events []compare.Event
+	e.Progress = func(ev compare.Event) { events = append(events, ev) }
 	sum, err := e.Run(context.Background())
 	require.NoError(t, err)
 	assert.Equal(t, 8, f.calls)
@@ -253,12 +255,17 @@ func TestExperimentSummary(t *testing.T) {
 
 	// Events: the plan, then start and done for each run, in grid order.
 	require.Len(t, events, 1+2*8)
-	assert.Equal(t, EventPlan, events[0].Kind)
+	assert.Equal(t, compare.EventPlan, events[0].Kind)
 	assert.Equal(t, 8, events[0].Total)
-	assert.Equal(t, Event{Kind: EventStart, Task: Task{"a", 1, MCMC}, Done: 0, Total: 8}, events[1])
-	assert.Equal(t, EventDone, events[16].Kind)
-	assert.Equal(t, Task{"b", 2, GumbelSinkhorn}, events[16].Task)
+	assert.Contains(t, events[0].Message, "8 runs (2 cells x 2 seeds x 2 methods)", "the plan describes the grid")
+	assert.Equal(t, compare.Event{Kind: compare.EventStart, Task: taskOf("a", 1, MCMC), Done: 0, Total: 8}, events[1])
+	assert.Equal(t, compare.EventDone, events[16].Kind)
+	assert.Equal(t, taskOf("b", 2, GumbelSinkhorn), events[16].Task)
 	assert.Equal(t, 8, events[16].Done)
+	r, err := RecordOf(events[16].Record)
+	require.NoError(t, err)
+	assert.Equal(t, GumbelSinkhorn, r.Method, "the event carries the run's record")
+	assert.Equal(t, 2, r.Fits)
 
 	// summary.json round-trips.
 	var js Summary
@@ -316,8 +323,8 @@ func TestExperimentResume(t *testing.T) {
 	f2 := newFakeSolver(2)
 	e = smallExperiment(t, dir, f2)
 	skips := 0
-	e.Progress = func(ev Event) {
-		if ev.Kind == EventSkip {
+	e.Progress = func(ev compare.Event) {
+		if ev.Kind == compare.EventSkip {
 			skips++
 		}
 	}
@@ -398,14 +405,14 @@ func TestExperimentFailures(t *testing.T) {
 	f.failOn[2] = true // a seed 1 GumbelSinkhorn
 	var lines bytes.Buffer
 	e := smallExperiment(t, dir, f)
-	pr := newProgress(&lines, false)
+	pr := newProgress(&lines, false, 0)
 	e.Progress = pr.Handle
 	sum, err := e.Run(context.Background())
 	pr.Close()
 	require.NoError(t, err, "a method's error does not stop the run")
 	assert.Equal(t, 8, f.calls)
 	require.Len(t, sum.Failures, 1)
-	assert.Equal(t, Task{"a", 1, GumbelSinkhorn}, sum.Failures[0].task())
+	assert.Equal(t, taskOf("a", 1, GumbelSinkhorn), sum.Failures[0].task())
 	assert.Equal(t, "boom", sum.Failures[0].Error)
 	en, _ := sum.Entry("a", GumbelSinkhorn)
 	assert.Equal(t, 1, en.Runs)
@@ -419,7 +426,7 @@ func TestExperimentFailures(t *testing.T) {
 	f2 := newFakeSolver(2)
 	lines.Reset()
 	e = smallExperiment(t, dir, f2)
-	pr = newProgress(&lines, false)
+	pr = newProgress(&lines, false, 0)
 	e.Progress = pr.Handle
 	sum, err = e.Run(context.Background())
 	pr.Close()
@@ -464,13 +471,14 @@ func TestExperimentErrors(t *testing.T) {
 
 func TestProgressBar(t *testing.T) {
 	var buf bytes.Buffer
-	p := newProgress(&buf, true)
-	task := Task{"a", 1, MCMC}
-	rec := &Record{Method: MCMC, Accuracy: 0.5, AccuracyUnknown: 0.25, Iterations: 3, ElapsedSec: 0.2}
-	p.Handle(Event{Kind: EventPlan, Total: 2, Message: "two runs", Budget: 100 * time.Millisecond})
-	p.Handle(Event{Kind: EventStart, Task: task, Total: 2, Budget: 100 * time.Millisecond})
+	p := newProgress(&buf, true, 100*time.Millisecond)
+	task := taskOf("a", 1, MCMC)
+	rec := &compare.Record{Problem: "a", Seed: 1, Method: string(MCMC), Iterations: 3, ElapsedSec: 0.2,
+		Metrics: map[string]float64{"accuracy": 0.5, "accuracy_unknown": 0.25}}
+	p.Handle(compare.Event{Kind: compare.EventPlan, Total: 2, Message: "two runs"})
+	p.Handle(compare.Event{Kind: compare.EventStart, Task: task, Total: 2})
 	time.Sleep(300 * time.Millisecond) // let the ticker move the bar
-	p.Handle(Event{Kind: EventDone, Task: task, Done: 1, Total: 2, Record: rec, Budget: 100 * time.Millisecond})
+	p.Handle(compare.Event{Kind: compare.EventDone, Task: task, Done: 1, Total: 2, Record: rec})
 	p.Close()
 	p.Close()
 	out := buf.String()
@@ -480,13 +488,19 @@ func TestProgressBar(t *testing.T) {
 }
 
 func TestResultLineCountsFits(t *testing.T) {
-	task := Task{"a", 2, GumbelSinkhorn}
-	rec := &Record{Method: GumbelSinkhorn, Accuracy: 0.5, AccuracyUnknown: 0.25, Iterations: 40, Fits: 3, ElapsedSec: 1}
+	task := taskOf("a", 2, GumbelSinkhorn)
+	event := func(fits int) compare.Event {
+		extra, err := json.Marshal(&Record{Cell: "a", Seed: 2, Method: GumbelSinkhorn, Fits: fits,
+			Accuracy: 0.5, AccuracyUnknown: 0.25, Iterations: 40, ElapsedSec: 1})
+		require.NoError(t, err)
+		rec := &compare.Record{Problem: "a", Seed: 2, Method: string(GumbelSinkhorn), Iterations: 40, ElapsedSec: 1,
+			Metrics: map[string]float64{"accuracy": 0.5, "accuracy_unknown": 0.25}, Extra: extra}
+		return compare.Event{Kind: compare.EventDone, Task: task, Record: rec}
+	}
 	assert.Equal(t, "a seed 2 gumbel-sinkhorn: accuracy 0.500 (unknown 0.250), 40 steps over 3 fits in 1.0 s",
-		resultLine(Event{Kind: EventDone, Task: task, Record: rec}))
-	rec.Fits = 1
+		resultLine(event(3)))
 	assert.Equal(t, "a seed 2 gumbel-sinkhorn: accuracy 0.500 (unknown 0.250), 40 steps in 1.0 s",
-		resultLine(Event{Kind: EventDone, Task: task, Record: rec}), "a single fit is not mentioned")
+		resultLine(event(1)), "a single fit is not mentioned")
 }
 
 // The real methods on a tiny problem: every file is written and a second
@@ -500,7 +514,7 @@ func TestExperimentSolve(t *testing.T) {
 	e.Cells = e.Cells[:1]
 	e.Seeds = 1
 	e.Settings = DefaultSettings()
-	e.Settings.Steps, e.Settings.Sweeps, e.Settings.Mean = 30, 30, 5
+	e.Settings.Steps, e.Settings.Sweeps, e.Settings.Draws = 30, 30, 5
 	e.Settings.Budget = 5 * time.Second
 	e.Settings.TraceEvery = 10
 	sum, err := e.Run(context.Background())
@@ -568,4 +582,26 @@ func TestEntryDiagnosticsAndReach(t *testing.T) {
 	require.NotNil(t, mc.ESSMin)
 	assert.Equal(t, 1.3, *mc.RHatMax)
 	assert.Equal(t, 40.0, *mc.ESSMin)
+}
+
+// RecordOf reads the record a run stored, and refuses a compare record
+// without one or with another run's.
+func TestRecordOf(t *testing.T) {
+	extra, err := json.Marshal(&Record{Cell: "a", Seed: 2, Method: MCMC, Accuracy: 0.5})
+	require.NoError(t, err)
+	cr := &compare.Record{Problem: "a", Seed: 2, Method: string(MCMC), Extra: extra, Worker: "w", Attempt: 2}
+	r, err := RecordOf(cr)
+	require.NoError(t, err)
+	assert.Equal(t, 0.5, r.Accuracy)
+	assert.Equal(t, "w", r.Worker)
+	assert.Equal(t, 2, r.Attempt)
+
+	_, err = RecordOf(&compare.Record{Problem: "a", Seed: 2, Method: string(MCMC)})
+	assert.ErrorContains(t, err, "no stored record")
+	cr.Seed = 3
+	_, err = RecordOf(cr)
+	assert.ErrorContains(t, err, "holds the record of a seed 2 mcmc")
+	cr.Extra = []byte("{")
+	_, err = RecordOf(cr)
+	assert.Error(t, err)
 }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"math/rand/v2"
 	"slices"
 	"time"
 
@@ -57,8 +56,9 @@ type Settings struct {
 	TauPrior float64 // prior temperature of the Gumbel-space KL
 	Iters    int     // Sinkhorn iterations L
 	SigmaW   float64 // prior standard deviation of each non-zero entry of W
-	WStd0    float64 // initial posterior standard deviation of W
-	Mean     int     // samples averaged for the posterior mean of P
+	// Draws is the number of hard draws of the fitted q(P_j) whose
+	// assignment frequencies give the estimate (their masked matching).
+	Draws int
 
 	// PlateauWindow, if > 0, restarts the Gumbel-Sinkhorn methods: once the
 	// mean ELBO over a window of this many steps no longer beats the window
@@ -76,7 +76,7 @@ type Settings struct {
 	RoundLR float64
 
 	// MCMC.
-	Sweeps int // sweeps at most per chain (a sweep: Gibbs on W, then swap proposals on every worm)
+	Sweeps int // sweeps at most per chain (a sweep: swap proposals on every worm, then a Gibbs draw of W)
 	// Chains is the number of chains, run in parallel (one per core) and
 	// pooled for the estimate; 0 means 1.
 	Chains int
@@ -86,8 +86,8 @@ type Settings struct {
 	// ("" means it), EstimateTail or EstimateBest.
 	Estimator string
 	// BlockMoves is the number of block proposals (up to 4 rows
-	// rearranged at once, mcmc.BlockMH) per worm and sweep, after the
-	// swaps; 0 means none.
+	// rearranged at once, mcmc.BlockMH) per worm and sweep, after that
+	// worm's swaps; 0 means none.
 	BlockMoves int
 
 	// TraceEvery, if > 0, records the accuracy every TraceEvery steps or
@@ -99,7 +99,7 @@ type Settings struct {
 func DefaultSettings() Settings {
 	return Settings{
 		Steps: 5000, K: 1, LR: 0.1, Tau: 1, TauPrior: 1, Iters: 20,
-		SigmaW: 0.2, WStd0: 0.05, Mean: 30, PlateauWindow: 50,
+		SigmaW: 0.2, Draws: 30, PlateauWindow: 50,
 		RoundTau: 0.3, RoundNoise: 0.3, PriorStd: 0.2,
 		Sweeps: 100000,
 	}
@@ -109,10 +109,10 @@ func (s Settings) validate() error {
 	switch {
 	case s.Budget < 0:
 		return fmt.Errorf("celegans: negative budget %v", s.Budget)
-	case s.Steps < 1 || s.K < 1 || s.Iters < 1 || s.Mean < 1 || s.Sweeps < 1:
-		return fmt.Errorf("celegans: Steps, K, Iters, Mean and Sweeps must be >= 1")
-	case !(s.LR > 0), !(s.Tau > 0), !(s.TauPrior > 0), !(s.SigmaW > 0), !(s.WStd0 > 0):
-		return fmt.Errorf("celegans: LR, Tau, TauPrior, SigmaW and WStd0 must be > 0")
+	case s.Steps < 1 || s.K < 1 || s.Iters < 1 || s.Draws < 1 || s.Sweeps < 1:
+		return fmt.Errorf("celegans: Steps, K, Iters, Draws and Sweeps must be >= 1")
+	case !(s.LR > 0), !(s.Tau > 0), !(s.TauPrior > 0), !(s.SigmaW > 0):
+		return fmt.Errorf("celegans: LR, Tau, TauPrior and SigmaW must be > 0")
 	case s.PlateauWindow < 0 || s.PlateauWindow == 1:
 		return fmt.Errorf("celegans: PlateauWindow must be 0 (no restarts) or >= 2, got %d", s.PlateauWindow)
 	case !(s.RoundTau > 0 && s.RoundTau <= 1), !(s.RoundNoise > 0), !(s.PriorStd > 0), !(s.RoundLR >= 0):
@@ -152,31 +152,27 @@ type Outcome struct {
 }
 
 // Solve runs method m on p with settings s and seed, and estimates each
-// worm's permutation as the matching, under the candidate mask, of the
-// posterior mean of P_j. It stops at s.Budget (if set) or after s.Steps /
+// worm's permutation. It stops at s.Budget (if set) or after s.Steps /
 // s.Sweeps, whichever comes first, and returns ctx.Err() if ctx is
 // cancelled.
 //
-// A budget ends the iterations early enough for the final estimate to
-// fit. Before the first step each method times its final estimate (one
-// posterior sample and the matching; for MCMC the matching), then times
-// every step (sweep), and stops when the time left is less than the longest
-// of the latest four steps plus a reserve of 1.25 times the estimate's
-// measured cost; the variational methods keep at least a tenth of the
-// budget, up to a second, as the reported tables were run with. The
-// Gumbel-Sinkhorn posterior mean averages s.Mean samples when they fit in
-// the time left, as they do unless the budget is short (the reserve is
-// planned for as many as a quarter of the budget holds), and otherwise
-// draws them one at a time while another fits, one at least.
+// Every method runs through the general engines on the model of p (see
+// NewModel): the variational methods through vi.FitModel, whose estimate
+// is the masked matching of the assignment frequencies of s.Draws hard
+// draws of the fitted q(P_j), and MCMC through mcmc.RunModel, whose
+// estimate is the matching of the frequencies of its recorded draws (see
+// Settings.Estimator). The engines' budgets keep the time their estimates
+// need, measured on the problem: FitModel times one posterior draw before
+// the first step and every step after, and stops when one more step would
+// leave less than the draws need (see vi.ModelOptions.Budget); the MCMC
+// run keeps the measured cost of its final matching.
 //
-// So Outcome.Elapsed exceeds s.Budget only when the last step or sample
+// So Outcome.Elapsed exceeds s.Budget only when the last step or draw
 // takes longer than those timed before it (under load, when other
 // processes take the cores), or when the first step alone takes longer
-// than the budget. On a small problem on a loaded machine the package's
-// tests hold runs to 20 ms plus a tenth of the budget past it. If the
-// budget ends before any step finished, Solve returns an error that says
-// so ("budget 10ms too short: no step finished") rather than an estimate
-// from the initial parameters.
+// than the budget. If the budget ends before any step finished, Solve
+// returns an error that says so ("budget 10ms too short: no step
+// finished") rather than an estimate from the initial parameters.
 func Solve(ctx context.Context, p *Problem, m Method, s Settings, seed uint64) (*Outcome, error) {
 	if p == nil {
 		return nil, errors.New("celegans: Solve: nil problem")
@@ -191,10 +187,8 @@ func Solve(ctx context.Context, p *Problem, m Method, s Settings, seed uint64) (
 	var out *Outcome
 	var err error
 	switch m {
-	case GumbelSinkhorn, GumbelSinkhornNoReg:
-		out, err = solveGS(ctx, p, s, seed, m == GumbelSinkhornNoReg, c)
-	case Rounding:
-		out, err = solveRounding(ctx, p, s, seed, c)
+	case GumbelSinkhorn, GumbelSinkhornNoReg, Rounding:
+		out, err = solveVI(ctx, p, m, s, seed, c)
 	case MCMC:
 		out, err = solveMCMC(ctx, p, s, seed, c)
 	default:
@@ -236,15 +230,6 @@ const reserveSafety = 1.25
 // limited reports whether the run has a budget.
 func (c clock) limited() bool { return !c.deadline.IsZero() }
 
-// until returns a context that ends reserve before the deadline, if any,
-// or when cancelled.
-func (c clock) until(ctx context.Context, reserve time.Duration) (context.Context, context.CancelFunc) {
-	if !c.limited() {
-		return context.WithCancel(ctx)
-	}
-	return context.WithDeadline(ctx, c.deadline.Add(-reserve))
-}
-
 // left returns the time left before the deadline (negative once past it).
 func (c clock) left() time.Duration { return time.Until(c.deadline) }
 
@@ -261,37 +246,6 @@ type tooShortError struct {
 func (e *tooShortError) Error() string {
 	return fmt.Sprintf("budget %v too short: no %s finished", e.budget, e.unit)
 }
-
-// stepper times the steps of a run with a budget and decides whether one
-// more still fits.
-type stepper struct {
-	c       clock
-	reserve time.Duration    // kept for the final estimate
-	recent  [4]time.Duration // durations of the latest steps, newest at n%4
-	n       int              // steps timed
-	last    time.Time        // end of the latest step, or the start of the first
-}
-
-// begin marks the start of a step.
-func (st *stepper) begin() { st.last = time.Now() }
-
-// done times the step that just ended.
-func (st *stepper) done() {
-	now := time.Now()
-	st.n++
-	st.recent[st.n%len(st.recent)] = now.Sub(st.last)
-	st.last = now
-}
-
-// another reports whether a step starting now would end at least reserve
-// before the deadline if it took as long as the longest of the latest few,
-// which allows for the jitter of step times on a busy machine.
-func (st *stepper) another() bool {
-	return st.c.left() >= slices.Max(st.recent[:])+st.reserve
-}
-
-// budgetOver reports whether err only says that the budget ran out.
-func budgetOver(err error) bool { return errors.Is(err, context.DeadlineExceeded) }
 
 // matchAll returns the masked matching of each worm's score matrix.
 func (p *Problem) matchAll(scores []*mat.Dense) ([]perm.Perm, error) {
@@ -321,279 +275,67 @@ func (tr *tracer) add(perms []perm.Perm) {
 	}
 }
 
-func solveGS(ctx context.Context, p *Problem, s Settings, seed uint64, noReg bool, c clock) (*Outcome, error) {
-	newFit := func() (*viFit, error) {
-		pg, err := vi.NewGumbelSinkhorn("P", p.Worms(), p.N(), p.Masks, optim.Constant(s.Tau), s.TauPrior, s.Iters)
-		if err != nil {
-			return nil, err
-		}
-		pg.NoKL = noReg
-		return &viFit{
-			guide: pg,
-			// While fitting, score the matching of the logits (cheap); at
-			// the end, the matching of the estimated posterior mean.
-			scores: func() ([]*mat.Dense, error) {
-				out := make([]*mat.Dense, p.Worms())
-				for j := range out {
-					out[j] = pg.Logits(j)
-				}
-				return out, nil
-			},
-			final: func(steps int, more func(samples int) bool) ([]*mat.Dense, error) {
-				rng := rand.New(rand.NewPCG(seed, 0x6d65616e))
-				if more(s.Mean) {
-					return pg.Mean(s.Mean, steps, rng)
-				}
-				// Short of time: one sample at a time, while another fits.
-				sum, err := pg.Mean(1, steps, rng)
-				if err != nil {
-					return nil, err
-				}
-				k := 1
-				for ; k < s.Mean && more(1); k++ {
-					m, err := pg.Mean(1, steps, rng)
-					if err != nil {
-						return nil, err
-					}
-					for j := range sum {
-						sum[j].Add(sum[j], m[j])
-					}
-				}
-				for j := range sum {
-					sum[j].Scale(1/float64(k), sum[j])
-				}
-				return sum, nil
-			},
-			maxSamples: s.Mean,
-			lr:         s.LR,
-		}, nil
+// solveVI runs a variational method through vi.FitModel on the model of p:
+// a Gumbel-Sinkhorn guide (with or without its KL term, restarted on a
+// plateau when s.PlateauWindow > 0) or a rounding guide for the
+// permutations, a mean-field Normal guide for W, and the mode of the fitted
+// posterior (the masked matching of the marginals of s.Draws hard draws) as
+// the estimate. The fits are ranked by the mean ELBO of their last window
+// of steps, and FitModel's Budget keeps the time the draws need.
+func solveVI(ctx context.Context, p *Problem, m Method, s Settings, seed uint64, c clock) (*Outcome, error) {
+	model := NewModel(p)
+	model.SigmaW = s.SigmaW
+	o := viOptions(m, s, seed)
+	o.Budget = c.budget
+	var tr *tracer
+	if s.TraceEvery > 0 && p.Truth != nil {
+		tr = &tracer{p: p, every: s.TraceEvery, start: c.start}
+		o.TraceEvery = s.TraceEvery
+		o.Trace = func(tp vi.TracePoint) { tr.add(tp.State.Perms[SiteP]) }
 	}
-	return fitVI(ctx, p, s, seed, newFit, s.PlateauWindow, c)
+	res, err := vi.FitModel(ctx, model, o)
+	if err != nil {
+		return nil, err
+	}
+	if res.Steps == 0 {
+		return nil, c.tooShort("step")
+	}
+	perms := res.Posterior.Perms[SiteP].Mode
+	out := &Outcome{Perms: perms, Iterations: res.Steps, Fits: res.Starts, RHat: math.NaN(), ESS: math.NaN()}
+	if tr != nil {
+		tr.add(perms)
+		out.Trace = tr.pts
+	}
+	return out, nil
 }
 
-func solveRounding(ctx context.Context, p *Problem, s Settings, seed uint64, c clock) (*Outcome, error) {
-	newFit := func() (*viFit, error) {
-		pg, err := vi.NewRounding("P", p.Worms(), p.N(), p.Masks, s.RoundNoise, s.RoundTau, s.PriorStd, s.Iters)
-		if err != nil {
-			return nil, err
-		}
-		final := func(int, func(int) bool) ([]*mat.Dense, error) { return pg.Mean() }
-		lr := s.LR
+// viOptions returns the options of vi.FitModel that variational method m
+// runs with under settings s.
+func viOptions(m Method, s Settings, seed uint64) vi.ModelOptions {
+	o := vi.ModelOptions{
+		Steps: s.Steps, K: s.K, LR: optim.Constant(s.LR), Iters: s.Iters,
+		Seed: seed, InitScale: -1, // zero logits and W at its prior mean, as the paper's fits start
+		ELBOSamples: -1, PosteriorDraws: s.Draws,
+		Polish:        vi.Polish{Off: true},
+		ProgressEvery: 1,
+	}
+	switch m {
+	case Rounding:
+		o.Guides = map[string]vi.GuideKind{SiteP: vi.GuideRounding}
+		o.Rounding = vi.RoundingOptions{Tau: s.RoundTau, Std0: s.RoundNoise, PriorStd: s.PriorStd}
 		if s.RoundLR > 0 {
-			lr = s.RoundLR
+			o.LR = optim.Constant(s.RoundLR)
 		}
-		return &viFit{guide: pg, scores: pg.Mean, final: final, maxSamples: 1, lr: lr}, nil
+	default:
+		o.Tau, o.TauPrior = optim.Constant(s.Tau), s.TauPrior
+		o.NoKL = m == GumbelSinkhornNoReg
+		if s.PlateauWindow > 0 {
+			o.Restart = vi.Restart{Window: s.PlateauWindow, Z: plateauZ}
+		}
 	}
-	return fitVI(ctx, p, s, seed, newFit, 0, c)
-}
-
-// viFit is one variational fit of the permutations: the guide, the score
-// matrices whose matching is traced while it runs, and the score matrices
-// of the final estimate after a given number of steps. An estimate that
-// averages posterior samples draws maxSamples of them if more reports that
-// they fit, and otherwise one, then more while more reports that another
-// fits; one that draws none has maxSamples 1.
-type viFit struct {
-	guide      vi.Guide
-	scores     func() ([]*mat.Dense, error)
-	final      func(steps int, more func(samples int) bool) ([]*mat.Dense, error)
-	maxSamples int
-	lr         float64 // Adam's learning rate
-
-	steps int     // steps done
-	elbo  float64 // mean ELBO estimate over the last window of steps
+	return o
 }
 
 // plateauZ is the gain, in standard errors, that the mean ELBO of a window
 // must show over the window before for a fit to count as still improving.
 const plateauZ = 2
-
-// fitVI fits permutation guides from newFit together with a mean-field
-// Normal guide on W and returns the matching of the final estimate.
-//
-// With window = 0 it runs one fit. With window > 0 a fit that reaches a
-// plateau (vi.Plateau with that window) is set aside and a fresh one starts
-// from new parameters and its own seed, for as long as the budget and
-// s.Steps (counted over all fits) allow; the estimate comes from the fit
-// with the highest mean ELBO over its last window. The first fit uses seed
-// itself, so a run whose first fit never reaches a plateau is the same as a
-// run without restarts.
-//
-// With a budget, the fitting stops when one more step would leave less
-// than plan.reserve (see planFinal) for the final estimate.
-func fitVI(ctx context.Context, p *Problem, s Settings, seed uint64, newFit func() (*viFit, error), window int, c clock) (*Outcome, error) {
-	tr := &tracer{p: p, every: s.TraceEvery, start: c.start}
-	tracing := tr.every > 0 && p.Truth != nil
-	var plan finalPlan
-	st := &stepper{c: c}
-	var best *viFit
-	fits := 0
-	var bestPerms []perm.Perm // matching of best's scores, for the trace
-	used := 0
-	model := NewModel(p)
-	model.SigmaW = s.SigmaW
-	vm, err := model.VI()
-	if err != nil {
-		return nil, err
-	}
-	for attempt := 0; used < s.Steps; attempt++ {
-		f, err := newFit()
-		if err != nil {
-			return nil, err
-		}
-		wg, err := vi.NewNormal(SiteW, len(p.support), nil, s.WStd0, model.wPrior().Sigma)
-		if err != nil {
-			return nil, err
-		}
-		var plateau *vi.Plateau
-		if window > 0 {
-			if plateau, err = vi.NewPlateau(window, plateauZ); err != nil {
-				return nil, err
-			}
-		}
-		if c.limited() {
-			if attempt == 0 {
-				if plan, err = planFinal(p, f, c); err != nil {
-					return nil, err
-				}
-				st.reserve = plan.reserve
-			} else if !st.another() {
-				break
-			}
-		}
-		// Until the first step is timed, only the reserve is known.
-		attemptCtx, stop := c.until(ctx, plan.reserve)
-		timeUp := false
-		opts := vi.Options{Steps: s.Steps - used, K: s.K, LR: optim.Constant(f.lr), Seed: attemptSeed(seed, attempt), ProgressEvery: 1}
-		if tracing || plateau != nil || c.limited() {
-			onStep := func(pr vi.Progress) {
-				if plateau != nil && plateau.Add(pr.ELBO) {
-					stop()
-				}
-				if !tracing || pr.Step%tr.every != 0 {
-					return
-				}
-				if best != nil && (plateau == nil || plateau.Mean() < best.elbo) {
-					tr.add(bestPerms)
-					return
-				}
-				if sc, err := f.scores(); err == nil {
-					if perms, err := p.matchAll(sc); err == nil {
-						tr.add(perms)
-					}
-				}
-			}
-			opts.Progress = func(pr vi.Progress) {
-				onStep(pr)
-				if c.limited() {
-					st.done()
-					if !st.another() {
-						timeUp = true
-						stop()
-					}
-				}
-			}
-		}
-		st.begin()
-		res, err := vi.Fit(attemptCtx, vm, []vi.Guide{f.guide, wg}, opts)
-		stop()
-		fits++
-		if err != nil && !budgetOver(err) && !errors.Is(err, context.Canceled) {
-			return nil, err
-		}
-		if ctx.Err() != nil {
-			return nil, ctx.Err()
-		}
-		timeUp = timeUp || budgetOver(err)
-		f.steps = res.Steps
-		used += res.Steps
-		if plateau != nil {
-			f.elbo = plateau.Mean()
-		}
-		if best == nil || f.elbo > best.elbo {
-			best = f
-			if tracing && window > 0 {
-				if sc, err := f.scores(); err == nil {
-					bestPerms, _ = p.matchAll(sc)
-				}
-			}
-		}
-		if window == 0 || timeUp || res.Steps == 0 {
-			break
-		}
-	}
-	if best.steps == 0 {
-		return nil, c.tooShort("step")
-	}
-	means, err := best.final(best.steps, plan.more(c))
-	if err != nil {
-		return nil, err
-	}
-	perms, err := p.matchAll(means)
-	if err != nil {
-		return nil, err
-	}
-	if tr.every > 0 {
-		tr.add(perms)
-	}
-	return &Outcome{Perms: perms, Iterations: used, Fits: fits, Trace: tr.pts, RHat: math.NaN(), ESS: math.NaN()}, nil
-}
-
-// finalPlan is how a variational run with a budget ends: the measured
-// costs of one posterior sample and of the matching of the estimate, and
-// the time kept for the estimate.
-type finalPlan struct {
-	sample, match time.Duration
-	reserve       time.Duration
-}
-
-// planFinal times the final estimate of f with one sample and plans the end
-// of a run with the budget of c. The reserve is reserveSafety times the
-// measured cost of an estimate from as many samples as f.maxSamples allows
-// and a quarter of the budget holds (at least one), or a tenth of the
-// budget up to a second if that is more (the reserve the reported tables
-// were run with).
-func planFinal(p *Problem, f *viFit, c clock) (finalPlan, error) {
-	t0 := time.Now()
-	sc, err := f.final(0, func(int) bool { return false })
-	if err != nil {
-		return finalPlan{}, err
-	}
-	t1 := time.Now()
-	if _, err := p.matchAll(sc); err != nil {
-		return finalPlan{}, err
-	}
-	pl := finalPlan{sample: t1.Sub(t0), match: time.Since(t1)}
-	n := int64(c.budget/4-pl.match) / max(int64(pl.sample), 1)
-	n = max(min(n, int64(f.maxSamples)), 1)
-	need := time.Duration(reserveSafety * float64(time.Duration(n)*pl.sample+pl.match))
-	pl.reserve = max(min(time.Second, c.budget/10), need)
-	return pl, nil
-}
-
-// more returns the test of whether the final estimate may draw n more
-// posterior samples: whether n samples, each taking as long as the longest
-// timed (the one planFinal timed, then those drawn since the previous
-// test), would end before the deadline less the matching's measured cost
-// (times reserveSafety). Without a budget it always may.
-func (pl finalPlan) more(c clock) func(n int) bool {
-	if !c.limited() {
-		return func(int) bool { return true }
-	}
-	longest, last := pl.sample, time.Now()
-	keep := time.Duration(reserveSafety * float64(pl.match))
-	return func(n int) bool {
-		now := time.Now()
-		longest, last = max(longest, now.Sub(last)), now
-		return c.deadline.Sub(now) >= time.Duration(n)*longest+keep
-	}
-}
-
-// attemptSeed returns the seed of the given fit of a run with restarts:
-// seed itself for the first, a splitmix64 step of both after that.
-func attemptSeed(seed uint64, attempt int) uint64 {
-	if attempt == 0 {
-		return seed
-	}
-	return mix64(seed + uint64(attempt)*0x9e3779b97f4a7c15)
-}

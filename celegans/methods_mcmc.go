@@ -6,14 +6,12 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"sync"
 	"time"
 
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/permlab/permlab/mcmc"
 	"github.com/permlab/permlab/perm"
-	"github.com/permlab/permlab/relax"
 )
 
 // MCMC estimators: which recorded draws give the estimate of each P_j.
@@ -26,217 +24,159 @@ const (
 // estimators lists the valid Settings.Estimator values ("" means EstimateHalf).
 var estimators = []string{EstimateHalf, EstimateTail, EstimateBest}
 
-// mcChain is the state of one chain of the MCMC baseline, with what it
-// records: the draws (thinned) and their log likelihoods.
-type mcChain struct {
-	mcState
-	chain   int
-	sweeper *stepper
-	draws   [][]uint16
-	logLik  []float64
-	targets []*wormTarget
-}
-
-// solveMCMC runs the MCMC baseline: s.Chains chains in parallel (one per
-// core), each alternating an exact Gibbs draw of W with swap (and, with
-// s.BlockMoves, block) Metropolis-Hastings moves of every worm's labels,
-// recording every s.Thin sweeps. With a budget, the run stops when one more
-// sweep would leave less than the final estimate needs: reserveSafety times
-// the matching's cost, timed on the random scores of the initial state, and
-// the counting's, taken to be half the time recording the draws took.
+// solveMCMC runs the MCMC baseline through mcmc.RunModel on the model of p
+// (NewModel): s.Chains chains in parallel (one per core), each sweep
+// moving every worm's labels by swap Metropolis-Hastings proposals (one per
+// free row, with the model's prepared swap deltas; with s.BlockMoves, block
+// proposals after them) and then drawing W exactly from its conditional
+// (the model's Conjugate draw), without tempering, recording every s.Thin
+// sweeps. The estimate comes from the recorded draws after the first half
+// (EstimateHalf) or tenth (EstimateTail) of each chain (ModelOptions'
+// Discard, since a budget decides the run's length): the masked matching of
+// their assignment frequencies, or the draw with the highest likelihood
+// (EstimateBest).
+//
+// With a budget, RunModel's Budget and Reserve end the chains before a
+// sweep that would not end, timed like their latest sweeps, reserveSafety
+// times the cost of the final estimate before the deadline: the matching,
+// and what the summaries of the draws recorded so far add to it, both
+// timed here first on synthetic inputs (finalCost). RunModel records the
+// permutations alone and diagnoses the log-likelihood trace alone, so that
+// what follows the sampling is little more than that matching.
 func solveMCMC(ctx context.Context, p *Problem, s Settings, seed uint64, c clock) (*Outcome, error) {
-	n, b := p.N(), p.Worms()
 	model := NewModel(p)
 	model.SigmaW = s.SigmaW
-	support := p.supportRows()
-	gibbs := model.gibbsW()
-	chains := max(s.Chains, 1)
 	thin := s.Thin
 	if thin == 0 {
 		thin = 10
 	}
-	var constant float64
-	for j := range p.Stats {
-		constant += model.constant(j)
+	o := mcmc.ModelOptions{
+		Chains: max(s.Chains, 1), Burn: -1, Draws: max(s.Sweeps/thin, 1), Thin: thin,
+		Seed: seed, Workers: max(s.Chains, 1),
+		Temperatures: 1, BlockMoves: -1, MaxBlock: 4,
+		Discard: 0.5,
+		Record:  []string{SiteP}, LogLikDiagnostics: true,
 	}
-	tr := &tracer{p: p, every: s.TraceEvery, start: c.start}
-	runCtx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	states := make([]*mcChain, chains)
-	var mu sync.Mutex                  // guards the two costs below, measured by every chain
-	var match, recording time.Duration // measured costs of the estimate's parts
-	reserve := func() time.Duration {
-		mu.Lock()
-		defer mu.Unlock()
-		return time.Duration(reserveSafety * float64(match+recording/time.Duration(chains)/2))
+	if s.BlockMoves > 0 {
+		o.BlockMoves = s.BlockMoves
 	}
-	sampler := &mcmc.Sampler[*mcChain]{
-		Chains: chains, Samples: max(s.Sweeps/thin, 1), Thin: thin, Seed: seed, Workers: chains,
-		Init: func(ci int, rng *rand.Rand) (*mcChain, []mcmc.Stage[*mcChain], error) {
-			st := &mcChain{mcState: mcState{w: mat.NewDense(n, n, nil), g: mat.NewDense(n, n, nil)}, chain: ci, sweeper: &stepper{c: c}}
-			st.targets = model.wormTargets(&st.mcState)
-			states[ci] = st
-			// Start every worm at a random permutation admitted by its mask:
-			// the matching of random scores under the mask.
-			st.perms = make([]perm.Perm, b)
-			t0 := time.Now()
-			for j := range st.perms {
-				sc := mat.NewDense(n, n, nil)
-				raw := sc.RawMatrix().Data
-				for i := range raw {
-					raw[i] = rng.Float64()
-				}
-				q, err := relax.MatchingMasked(sc, p.Masks[j])
-				if err != nil {
-					return nil, nil, err
-				}
-				st.perms[j] = q
-			}
-			mu.Lock()
-			match = max(match, time.Since(t0))
-			mu.Unlock()
-			pooledSxx := mat.NewSymDense(n, nil)
-			pooledSyx := mat.NewDense(n, n, nil)
-			stages := []mcmc.Stage[*mcChain]{{Name: "W", Kernel: mcmc.KernelFunc[*mcChain](func(rng *rand.Rand, s *mcChain) (bool, error) {
-				p.pooledCanonical(s.perms, pooledSxx, pooledSyx)
-				if err := gibbs.Sample(rng, s.w, pooledSxx, pooledSyx); err != nil {
-					return false, err
-				}
-				gram(s.w, support, s.g)
-				return true, nil
-			})}}
-			for j := 0; j < b; j++ {
-				fixed := make([]bool, n)
-				for _, k := range p.Known[j] {
-					fixed[k] = true
-				}
-				kern, err := mcmc.NewSwapMH(n, st.targets[j], p.Masks[j], fixed)
-				if err != nil {
-					return nil, nil, err
-				}
-				jj := j
-				stages = append(stages, mcmc.Stage[*mcChain]{Name: fmt.Sprintf("P%d", j), Repeat: max(n-len(p.Known[j]), 1),
-					Kernel: mcmc.KernelFunc[*mcChain](func(rng *rand.Rand, s *mcChain) (bool, error) {
-						return kern.Step(rng, s.perms[jj])
-					})})
-				if s.BlockMoves > 0 && n-len(p.Known[j]) >= 3 {
-					block, err := mcmc.NewBlockMH(n, st.targets[j], p.Masks[j], fixed, 4)
-					if err != nil {
-						return nil, nil, err
-					}
-					stages = append(stages, mcmc.Stage[*mcChain]{Name: fmt.Sprintf("block P%d", j), Repeat: s.BlockMoves,
-						Kernel: mcmc.KernelFunc[*mcChain](func(rng *rand.Rand, s *mcChain) (bool, error) {
-							return block.Step(rng, s.perms[jj])
-						})})
-				}
-			}
-			if c.limited() {
-				// The last stage of each sweep decides whether another fits.
-				sw := st.sweeper
-				stages = append(stages, mcmc.Stage[*mcChain]{Name: "budget", Kernel: mcmc.KernelFunc[*mcChain](func(*rand.Rand, *mcChain) (bool, error) {
-					sw.done()
-					sw.reserve = reserve()
-					if !sw.another() {
-						cancel()
-					}
-					return false, nil
-				})})
-				sw.reserve = reserve()
-				if !sw.another() {
-					cancel()
-				}
-				sw.begin()
-			}
-			return st, stages, nil
-		},
-		Record: func(dst []float64, s *mcChain) []float64 {
-			t0 := time.Now()
-			s.draws = append(s.draws, flatPerms(s.perms))
-			ll := constant
-			for j, wt := range s.targets {
-				ll += wt.LogDensity(s.perms[j])
-			}
-			s.logLik = append(s.logLik, ll)
-			if s.chain == 0 && tr.every > 0 && (len(s.draws)*thin)%tr.every < thin {
-				tr.add(s.perms)
-			}
-			mu.Lock()
-			recording += time.Since(t0)
-			mu.Unlock()
-			return append(dst, ll)
-		},
+	if s.Estimator == EstimateTail {
+		o.Discard = 0.1
 	}
-	res, err := sampler.Run(runCtx)
-	if ctx.Err() != nil {
-		return nil, ctx.Err()
-	}
-	if err != nil && !errors.Is(err, context.Canceled) {
-		return nil, err
-	}
-	sweeps := 0
-	for _, ch := range res.Chains {
-		sweeps += ch.Sweeps
-	}
-	if res.Chains[0].Sweeps == 0 {
-		return nil, c.tooShort("sweep")
-	}
-	out := &Outcome{Iterations: res.Chains[0].Sweeps, Sweeps: sweeps, RHat: math.NaN(), ESS: math.NaN()}
-	// The draws the estimate uses: the same part of every chain (the
-	// chains may have recorded different numbers before the budget ended).
-	kept := make([][]int, chains) // indices of the kept draws per chain
-	var lls [][]float64
-	for ci, st := range states {
-		if st == nil {
-			continue
-		}
-		if len(st.draws) == 0 {
-			// Fewer sweeps than the thinning: the state reached is the estimate.
-			st.draws = append(st.draws, flatPerms(st.perms))
-			st.logLik = append(st.logLik, math.Inf(-1))
-		}
-		first := len(st.draws) / 2
-		if s.Estimator == EstimateTail {
-			first = len(st.draws) / 10
-		}
-		for d := first; d < len(st.draws); d++ {
-			kept[ci] = append(kept[ci], d)
-		}
-		lls = append(lls, st.logLik[first:])
-	}
-	out.RHat, out.ESS = diagnostics(lls)
-	var perms []perm.Perm
-	if s.Estimator == EstimateBest {
-		best, bc, bd := math.Inf(-1), 0, 0
-		for ci, st := range states {
-			for _, d := range kept[ci] {
-				if st != nil && st.logLik[d] > best {
-					best, bc, bd = st.logLik[d], ci, d
-				}
+	var tr *tracer
+	if s.TraceEvery > 0 && p.Truth != nil {
+		tr = &tracer{p: p, every: s.TraceEvery, start: c.start}
+		o.TraceEvery = s.TraceEvery
+		o.Trace = func(tp mcmc.TracePoint) {
+			if tp.Chain == 0 {
+				tr.add(tp.State.Perms[SiteP])
 			}
 		}
-		perms = unflatPerms(states[bc].draws[bd], b, n)
-	} else {
-		counts := make([]*mat.Dense, b)
-		for j := range counts {
-			counts[j] = mat.NewDense(n, n, nil)
-		}
-		for ci, st := range states {
-			for _, di := range kept[ci] {
-				d := st.draws[di]
-				for j := range counts {
-					raw := counts[j].RawMatrix().Data
-					for m := 0; m < n; m++ {
-						raw[m*n+int(d[j*n+m])]++
-					}
-				}
-			}
-		}
-		if perms, err = p.matchAll(counts); err != nil {
+	}
+	if c.limited() {
+		fixed, perDraw, err := finalCost(p, o.Chains, seed)
+		if err != nil {
 			return nil, err
 		}
+		o.Reserve = func(draws int) time.Duration {
+			return time.Duration(reserveSafety * float64(fixed+time.Duration(draws)*perDraw))
+		}
+		if o.Budget = c.left(); o.Budget <= o.Reserve(0) {
+			return nil, c.tooShort("sweep")
+		}
 	}
-	out.Perms, out.Trace = perms, tr.pts
+	res, err := mcmc.RunModel(ctx, model, o)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		var be *mcmc.BudgetError
+		if errors.As(err, &be) {
+			// The budget ended before every chain's first draw, one every
+			// thin sweeps.
+			if be.Sweeps == 0 {
+				return nil, c.tooShort("sweep")
+			}
+			return nil, c.tooShort(fmt.Sprintf("draw of %d sweeps", thin))
+		}
+		return nil, err
+	}
+	out := &Outcome{Iterations: res.ChainSweeps[0]}
+	for _, sw := range res.ChainSweeps {
+		out.Sweeps += sw
+	}
+	out.RHat, out.ESS = diagnostics(res.LogLik)
+	post := res.Posterior.Perms[SiteP]
+	out.Perms = post.Mode
+	if s.Estimator == EstimateBest {
+		best, bd := math.Inf(-1), 0
+		for ci, lls := range res.LogLik {
+			for d, ll := range lls {
+				if ll > best {
+					best, bd = ll, ci*res.Draws+d
+				}
+			}
+		}
+		out.Perms = post.Draws[bd]
+	}
+	if tr != nil {
+		out.Trace = tr.pts
+	}
 	return out, nil
+}
+
+// costDraws is the number of synthetic draws per chain on which finalCost
+// times the summaries of the draws.
+const costDraws = 200
+
+// finalCost times what follows the sampling of the MCMC baseline, on
+// synthetic inputs of p's size: fixed, the masked matching of every worm
+// (on random scores; the estimate matches the assignment frequencies), and
+// perDraw, what each draw a chain records adds to it: RunModel's counting
+// of the draws and its diagnosis of the log-likelihood trace, and this
+// package's diagnostics of the same trace (on costDraws draws per chain).
+func finalCost(p *Problem, chains int, seed uint64) (fixed, perDraw time.Duration, err error) {
+	n, b := p.N(), p.Worms()
+	rng := rand.New(rand.NewPCG(seed, 0x6d61746368))
+	scores := make([]*mat.Dense, b)
+	for j := range scores {
+		raw := make([]float64, n*n)
+		for i := range raw {
+			raw[i] = rng.Float64()
+		}
+		scores[j] = mat.NewDense(n, n, raw)
+	}
+	trace := make([][]float64, chains)
+	for ci := range trace {
+		trace[ci] = make([]float64, costDraws)
+		for d := range trace[ci] {
+			trace[ci][d] = rng.NormFloat64()
+		}
+	}
+	row := make([]float64, b*n) // a recorded draw: the permutations, row by row
+	for k := range row {
+		row[k] = float64(k % n)
+	}
+	t0 := time.Now()
+	if _, err := p.matchAll(scores); err != nil {
+		return 0, 0, err
+	}
+	fixed = time.Since(t0)
+	t0 = time.Now()
+	counts := make([]float64, b*n*n)
+	for range chains * costDraws {
+		flat := make([]int, b*n)
+		for k, v := range row {
+			flat[k] = int(v)
+		}
+		for k, c := range flat {
+			counts[(k/n)*n*n+(k%n)*n+c]++
+		}
+	}
+	diagnostics(trace)
+	_, _ = mcmc.RankRHat(trace)
+	_, _ = mcmc.BulkESS(trace)
+	return fixed, time.Since(t0) / costDraws, nil
 }
 
 // diagnostics returns the rank-normalised split R̂ and the effective sample
@@ -262,34 +202,6 @@ func diagnostics(chains [][]float64) (rhat, ess float64) {
 		ess = e
 	}
 	return
-}
-
-// unflatPerms is the inverse of flatPerms for b permutations of size n.
-func unflatPerms(d []uint16, b, n int) []perm.Perm {
-	out := make([]perm.Perm, b)
-	for j := range out {
-		q := make(perm.Perm, n)
-		for m := range q {
-			q[m] = int(d[j*n+m])
-		}
-		out[j] = q
-	}
-	return out
-}
-
-// flatPerms returns the permutations one after the other, as a draw.
-func flatPerms(perms []perm.Perm) []uint16 {
-	size := 0
-	for _, q := range perms {
-		size += len(q)
-	}
-	d := make([]uint16, 0, size)
-	for _, q := range perms {
-		for _, c := range q {
-			d = append(d, uint16(c))
-		}
-	}
-	return d
 }
 
 // pooledCanonical sums the worms' statistics in canonical order under the

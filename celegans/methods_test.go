@@ -25,7 +25,7 @@ func TestSolveRestarts(t *testing.T) {
 	solve := func(window int) *Outcome {
 		t.Helper()
 		s := DefaultSettings()
-		s.Steps, s.Mean, s.PlateauWindow = 240, 5, window
+		s.Steps, s.Draws, s.PlateauWindow = 240, 5, window
 		out, err := Solve(context.Background(), p, GumbelSinkhorn, s, 7)
 		require.NoError(t, err)
 		assert.Equal(t, 240, out.Iterations, "window %d: the step count is shared by all fits", window)

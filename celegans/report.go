@@ -72,7 +72,7 @@ func Report(dir string) (*Summary, error) {
 	if err != nil {
 		return nil, fmt.Errorf("celegans: Report: %w", err)
 	}
-	done := make(map[Task]*Record, len(res.Records))
+	done := make(map[compare.Task]*Record, len(res.Records))
 	for _, cr := range res.Records {
 		r := fromCompare(cr, byKey)
 		done[r.task()] = r

@@ -108,8 +108,13 @@
 //     free rows: f swap proposals (SwapMH, with the exact proposal ratio
 //     under the effective mask), then ⌈f/2⌉ block proposals of up to 4 rows
 //     (BlockMH, symmetric; see its documentation for the proof). Swaps use
-//     the model's SwapDelta when it implements models.SwapDeltaer, and
-//     otherwise evaluate L through models.LogLikState on one-hot values.
+//     the model's prepared swap delta when it implements
+//     models.SwapPreparer, prepared again only after the replica's state
+//     changed other than by that permutation's swaps (every stage that
+//     may change a replica's state, and an accepted exchange, counts a new
+//     generation of it); else its SwapDelta when it implements
+//     models.SwapDeltaer; and otherwise they evaluate L through
+//     models.LogLikState on one-hot values.
 //  3. real sites: the model's exact Gibbs draw (models.Conjugate) for the
 //     sites it lists, at β = 1; HMC with the tape's gradients for the
 //     others, jointly, and at β < 1 for every real site. The HMC step size
@@ -145,10 +150,17 @@
 // one state) are not warned about.
 //
 // Budgets, traces and moves of the model's own. ModelOptions.Budget bounds
-// the wall time: the chains run at once and stop together, and the
-// posterior holds the draws they all reached (BudgetExhausted says so).
-// ModelOptions.Trace reports each chain's β = 1 state about a hundred times
-// per chain, for accuracy-against-time curves. A model whose posterior
+// the wall time of the set-up and the sampling: the chains run at once,
+// each stops before a sweep that would not end within the budget (timed by
+// its latest sweeps), less what ModelOptions.Reserve keeps for what follows
+// the sampling, and the posterior holds the draws they all reached
+// (BudgetExhausted says so). Since the length of such a run is not known
+// ahead, its burn-in is best given as a share of the draws (Discard); and
+// for a large model whose summaries would take long after the budget,
+// Record and LogLikDiagnostics keep them to what the caller needs.
+// ModelOptions.Trace reports each chain's β = 1 state every TraceEvery
+// sweeps, or about a hundred times per chain, for accuracy-against-time
+// curves. A model whose posterior
 // needs a move the swaps and blocks make rarely implements MoveProvider:
 // its PermMove proposals run after them every sweep, at every temperature,
 // as Metropolis-Hastings steps with the Hastings ratio the move returns,

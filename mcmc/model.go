@@ -83,11 +83,37 @@ func CalibrationOptions(states []*models.State, seed uint64) ModelOptions {
 // defaults, which suit small models; every field says what 0 means.
 type ModelOptions struct {
 	Chains  int    // independent chains; 0 means 4
-	Burn    int    // sweeps discarded per chain; 0 means 1000
+	Burn    int    // sweeps discarded per chain; 0 means 1000, a negative value none
 	Draws   int    // draws recorded per chain; 0 means 1000
 	Thin    int    // sweeps between draws; 0 means 1
 	Seed    uint64 // master seed: results depend on it alone
 	Workers int    // chains run at once; 0 means GOMAXPROCS
+
+	// Discard is the share of each chain's recorded draws discarded as
+	// burn-in after the run, in [0, 1): the posterior, the log-likelihood
+	// traces and the diagnostics use the draws after the first
+	// ⌊Discard·n⌋ of each chain's n (after a budget has cut the chains to
+	// the same length), at least one. It is the burn-in of a run whose
+	// length is not known ahead, one that a Budget ends; Burn still
+	// discards a fixed number of sweeps first. 0 discards none.
+	Discard float64
+
+	// Record, if not nil, names the sites whose draws are recorded; the
+	// Posterior then has entries for those sites only. The sites not named
+	// are sampled as usual but cost neither the memory of their draws nor
+	// the time of their summaries and diagnostics, which for a site of
+	// thousands of coordinates that the caller does not need (a nuisance
+	// parameter) can exceed the sampling's. The log-likelihood trace
+	// (ModelResult.LogLik) is always recorded. nil records every site.
+	Record []string
+
+	// LogLikDiagnostics, if true, computes R̂ and ESS on the
+	// log-likelihood trace alone, and every recorded site reports those
+	// (RealPosterior.RHat and ESS stay nil), instead of the worst over
+	// every real coordinate and every free row of a permutation: one
+	// diagnosis instead of one per coordinate and row, each of which costs
+	// O(n log n) for n draws.
+	LogLikDiagnostics bool
 
 	// Temperatures is the number of tempered replicas per chain; 0 means 8
 	// for a model with permutation sites and 1 (no tempering) otherwise.
@@ -128,21 +154,49 @@ type ModelOptions struct {
 
 	// Progress, if not nil, is called as the chains advance.
 	Progress func(Progress)
-	// Trace, if not nil, is called about a hundred times per chain with
-	// the chain's current β = 1 state (see TracePoint), for curves of
-	// accuracy against time; calls are serialized with each other and with
-	// Progress.
-	Trace func(TracePoint)
+	// Trace, if not nil, is called every TraceEvery sweeps of each chain
+	// (burn-in included), or about a hundred times per chain when
+	// TraceEvery is 0, with the chain's current β = 1 state (see
+	// TracePoint), for curves of accuracy against time; calls are
+	// serialized with each other and with Progress.
+	Trace      func(TracePoint)
+	TraceEvery int
 
-	// Budget, if > 0, bounds the wall time of the sampling: the chains
+	// Budget, if > 0, bounds the wall time of the set-up and the sampling
+	// (from RunModel's start): the chains
 	// then run all at once (whatever Workers says, so that none waits for
-	// another's end), stop at their next sweep once Budget has passed, and
-	// the draws every chain has recorded by then (the shortest chain's
+	// another's end), each stops before a sweep that would end after the
+	// budget if it took as long as the longest of the chain's latest four,
+	// and the draws every chain has recorded by then (the shortest chain's
 	// number, at least one after the burn-in) make the posterior; Draws
-	// bounds them. A budget makes the result depend on the machine's
-	// speed; ModelResult.BudgetExhausted, Sweeps and Draws say what it
-	// allowed. A context deadline instead cancels the run with an error.
+	// bounds them. The summaries and diagnostics of the draws come after
+	// the budget (see Record and LogLikDiagnostics for their cost). A
+	// budget makes the result depend on the machine's speed;
+	// ModelResult.BudgetExhausted, Sweeps, ChainSweeps and Draws say what
+	// it allowed, and a budget that ends before every chain has recorded a
+	// draw is a *BudgetError. A context deadline instead cancels the run
+	// with an error.
 	Budget time.Duration
+	// Reserve, if not nil, is the time a Budget keeps at its end for what
+	// follows the sampling, as a function of the draws a chain has
+	// recorded: the summaries of them in RunModel (which grow with the
+	// draws) and the caller's own use of the result. Each chain then
+	// stops before a sweep that would leave less than Reserve(draws). It
+	// is called from the chains' goroutines, concurrently.
+	Reserve func(draws int) time.Duration
+}
+
+// BudgetError is the error of RunModel when its Budget ran out before every
+// chain had finished its burn-in and recorded a draw.
+type BudgetError struct {
+	Budget time.Duration
+	Sweeps int // the fewest sweeps a chain completed
+	Need   int // the sweeps a chain needs for its first draw: the burn-in and Thin
+}
+
+func (e *BudgetError) Error() string {
+	return fmt.Sprintf("mcmc: RunModel: the budget of %v ran out before every chain had finished its burn-in and recorded a draw (%d of the %d sweeps needed); give more time or a shorter Burn",
+		e.Budget, e.Sweeps, e.Need)
 }
 
 // TracePoint is chain Chain's state after Sweep sweeps (burn-in included),
@@ -174,13 +228,17 @@ type ModelResult struct {
 	// over chains; nil when no site moves by HMC.
 	StepSize []float64
 	// LogLik[c] is the trace of the log-likelihood of chain c's recorded
-	// draws (the collapsed one when the model is a Collapser).
+	// draws that the posterior holds (the collapsed one when the model is
+	// a Collapser).
 	LogLik [][]float64
 	// Sweeps is the number of sweeps per chain, burn-in included, Draws
-	// the number of draws per chain that the posterior holds, and Wall the
-	// elapsed time. With a budget that ran out (BudgetExhausted) Sweeps is
-	// the fewest any chain completed.
+	// the number of draws per chain that the posterior holds (after
+	// Discard), and Wall the elapsed time. With a budget that ran out
+	// (BudgetExhausted) Sweeps is the fewest any chain completed, and
+	// ChainSweeps[c] is the number chain c completed (every entry Sweeps
+	// otherwise).
 	Sweeps, Draws   int
+	ChainSweeps     []int
 	Wall            time.Duration
 	BudgetExhausted bool
 }
@@ -197,6 +255,7 @@ type ModelResult struct {
 // so m must not change shared state when evaluated. The result depends on
 // o.Seed alone, not on Workers or GOMAXPROCS.
 func RunModel(ctx context.Context, m models.Model, o ModelOptions) (*ModelResult, error) {
+	began := time.Now()
 	plan, err := newPlan(m, o)
 	if err != nil {
 		return nil, err
@@ -207,8 +266,8 @@ func RunModel(ctx context.Context, m models.Model, o ModelOptions) (*ModelResult
 		Init:   plan.initChain,
 		Record: plan.record,
 	}
-	began := time.Now()
 	if o.Trace != nil {
+		sm.ObserveEvery = o.TraceEvery
 		sm.Observe = func(c, sweep int, cs *chainState) {
 			r := cs.reps[0]
 			ll := math.NaN()
@@ -218,36 +277,40 @@ func RunModel(ctx context.Context, m models.Model, o ModelOptions) (*ModelResult
 			o.Trace(TracePoint{Chain: c, Sweep: sweep, Elapsed: time.Since(began), State: r.s.Clone(), LogLik: ll})
 		}
 	}
-	runCtx := ctx
 	if o.Budget > 0 {
-		var cancel context.CancelFunc
-		runCtx, cancel = context.WithTimeout(ctx, o.Budget)
-		defer cancel()
+		sm.Deadline, sm.Reserve = began.Add(o.Budget), o.Reserve
 		sm.Workers = plan.chains
 	}
-	res, err := sm.Run(runCtx)
-	exhausted := false
+	res, err := sm.Run(ctx)
 	if err != nil {
-		if o.Budget == 0 || ctx.Err() != nil || !errors.Is(err, context.DeadlineExceeded) {
-			return nil, fmt.Errorf("mcmc: RunModel: %w", err)
-		}
-		if err := truncateChains(res, plan.burn); err != nil {
-			return nil, fmt.Errorf("mcmc: RunModel: %w", err)
-		}
-		exhausted = true
+		return nil, fmt.Errorf("mcmc: RunModel: %w", err)
 	}
+	sweeps := make([]int, len(res.Chains))
+	exhausted := false
+	for c, ch := range res.Chains {
+		sweeps[c] = ch.Sweeps
+		exhausted = exhausted || ch.Sweeps < plan.burn+plan.draws*plan.thin
+	}
+	if exhausted {
+		if err := truncateChains(res); err != nil {
+			return nil, &BudgetError{Budget: o.Budget, Sweeps: slices.Min(sweeps), Need: plan.burn + plan.thin}
+		}
+	}
+	recorded := len(res.Chains[0].Trace)
 	out, err := plan.result(res)
 	if err != nil {
 		return nil, err
 	}
+	out.ChainSweeps = sweeps
 	if exhausted {
 		out.BudgetExhausted = true
-		out.Sweeps = res.Chains[0].Sweeps
-		for _, ch := range res.Chains {
-			out.Sweeps = min(out.Sweeps, ch.Sweeps)
+		out.Sweeps = slices.Min(sweeps)
+		held := fmt.Sprintf("the first %d draws of each chain", out.Draws)
+		if out.Draws < recorded {
+			held = fmt.Sprintf("draws %d to %d of each chain (Discard)", recorded-out.Draws+1, recorded)
 		}
 		out.Posterior.Notes = append(out.Posterior.Notes, fmt.Sprintf(
-			"the budget of %v stopped the chains after %d sweeps at least; the posterior holds the first %d draws of each chain", o.Budget, out.Sweeps, out.Draws))
+			"the budget of %v stopped the chains after %d sweeps at least; the posterior holds %s", o.Budget, out.Sweeps, held))
 	}
 	return out, nil
 }
@@ -255,13 +318,13 @@ func RunModel(ctx context.Context, m models.Model, o ModelOptions) (*ModelResult
 // truncateChains cuts every chain's trace to the shortest one's length, so
 // that the chains a budget stopped at different sweeps can be pooled and
 // diagnosed, or reports that some chain recorded no draw.
-func truncateChains[S any](res *Result[S], burn int) error {
+func truncateChains[S any](res *Result[S]) error {
 	nd := len(res.Chains[0].Trace)
 	for _, ch := range res.Chains {
 		nd = min(nd, len(ch.Trace))
 	}
 	if nd == 0 {
-		return fmt.Errorf("the budget ran out before every chain had finished its burn-in of %d sweeps and recorded a draw; give more time or a shorter Burn", burn)
+		return errors.New("a chain recorded no draw")
 	}
 	for c := range res.Chains {
 		res.Chains[c].Trace = res.Chains[c].Trace[:nd]
@@ -282,13 +345,17 @@ type plan struct {
 	ladder   []float64
 	maxBlock int
 
-	col       models.Collapser   // nil unless the permutation moves are collapsed
-	collapsed []string           // sites integrated out
-	conj      models.Conjugate   // nil when no site is drawn by Gibbs
-	sd        models.SwapDeltaer // nil when swaps must evaluate the model
-	gibbs     []*models.RealSite // drawn by Gibbs at β = 1
-	hmcCold   []*models.RealSite // moved by HMC at β = 1
-	hmcHot    []*models.RealSite // moved by HMC at β < 1
+	perms []*models.PermSpec // recorded permutation sites, in declaration order
+	reals []*models.RealSite // recorded real sites, in declaration order
+
+	col       models.Collapser    // nil unless the permutation moves are collapsed
+	collapsed []string            // sites integrated out
+	conj      models.Conjugate    // nil when no site is drawn by Gibbs
+	sd        models.SwapDeltaer  // nil when swaps must evaluate the model
+	prep      models.SwapPreparer // nil when swaps do not prepare their deltas
+	gibbs     []*models.RealSite  // drawn by Gibbs at β = 1
+	hmcCold   []*models.RealSite  // moved by HMC at β = 1
+	hmcHot    []*models.RealSite  // moved by HMC at β < 1
 	notes     []string
 }
 
@@ -301,16 +368,18 @@ func newPlan(m models.Model, o ModelOptions) (*plan, error) {
 	switch {
 	case o.Budget < 0:
 		return nil, fmt.Errorf("mcmc: RunModel: Budget must be >= 0, got %v", o.Budget)
-	case o.Chains < 0, o.Burn < 0, o.Draws < 0, o.Thin < 0, o.Temperatures < 0, o.MaxBlock < 0:
-		return nil, fmt.Errorf("mcmc: RunModel: Chains, Burn, Draws, Thin, Temperatures and MaxBlock must be >= 0, got %d, %d, %d, %d, %d, %d",
-			o.Chains, o.Burn, o.Draws, o.Thin, o.Temperatures, o.MaxBlock)
+	case o.Chains < 0, o.Draws < 0, o.Thin < 0, o.Temperatures < 0, o.MaxBlock < 0, o.TraceEvery < 0:
+		return nil, fmt.Errorf("mcmc: RunModel: Chains, Draws, Thin, Temperatures, MaxBlock and TraceEvery must be >= 0, got %d, %d, %d, %d, %d, %d",
+			o.Chains, o.Draws, o.Thin, o.Temperatures, o.MaxBlock, o.TraceEvery)
+	case !(o.Discard >= 0 && o.Discard < 1):
+		return nil, fmt.Errorf("mcmc: RunModel: Discard must be in [0, 1), got %v", o.Discard)
 	case o.MaxBlock == 1:
 		return nil, errors.New("mcmc: RunModel: MaxBlock must be >= 2 (or 0 for the default)")
 	case o.BetaMin < 0 || o.BetaMin > 1 || math.IsNaN(o.BetaMin):
 		return nil, fmt.Errorf("mcmc: RunModel: BetaMin must be in (0, 1], got %v", o.BetaMin)
 	}
 	pl.chains = orDefault(o.Chains, DefaultChains)
-	pl.burn = orDefault(o.Burn, DefaultBurn)
+	pl.burn = max(orDefault(o.Burn, DefaultBurn), 0)
 	pl.draws = orDefault(o.Draws, DefaultDraws)
 	pl.thin = orDefault(o.Thin, 1)
 	pl.maxBlock = orDefault(o.MaxBlock, DefaultMaxBlock)
@@ -323,6 +392,9 @@ func newPlan(m models.Model, o ModelOptions) (*plan, error) {
 	if err := pl.checkKernels(); err != nil {
 		return nil, err
 	}
+	if err := pl.checkRecord(); err != nil {
+		return nil, err
+	}
 	if err := pl.checkInit(); err != nil {
 		return nil, err
 	}
@@ -332,10 +404,33 @@ func newPlan(m models.Model, o ModelOptions) (*plan, error) {
 	if err := pl.setLadder(); err != nil {
 		return nil, err
 	}
-	if sd, ok := m.(models.SwapDeltaer); ok && pl.col == nil {
-		pl.sd = sd
+	if pl.col == nil {
+		pl.sd, _ = m.(models.SwapDeltaer)
+		pl.prep, _ = m.(models.SwapPreparer)
 	}
 	return pl, nil
+}
+
+// checkRecord validates Record and sets the sites recorded.
+func (pl *plan) checkRecord() error {
+	if pl.o.Record == nil {
+		pl.perms, pl.reals = pl.spec.Perms, pl.spec.Reals
+		return nil
+	}
+	if err := pl.spec.CheckNames("mcmc: RunModel: Record", pl.o.Record); err != nil {
+		return err
+	}
+	for _, ps := range pl.spec.Perms {
+		if slices.Contains(pl.o.Record, ps.Name) {
+			pl.perms = append(pl.perms, ps)
+		}
+	}
+	for _, rs := range pl.spec.Reals {
+		if slices.Contains(pl.o.Record, rs.Name) {
+			pl.reals = append(pl.reals, rs)
+		}
+	}
+	return nil
 }
 
 func orDefault(v, d int) int {
@@ -501,6 +596,11 @@ type replica struct {
 	s    *models.State
 	ll   float64 // log-likelihood of s (collapsed when the plan is), valid if llOK
 	llOK bool
+	// gen counts the changes of s: every stage that may have changed it
+	// (and an accepted exchange, which replaces it) increments gen, so a
+	// swap delta prepared at generation g (models.SwapPreparer) is valid
+	// while gen is still g, or after changes of its own permutation only.
+	gen uint64
 }
 
 // evaluator computes log-likelihoods for one chain; it owns the chain's
@@ -553,9 +653,18 @@ type permTarget struct {
 	b     int
 	prior models.PermPrior // nil for uniform
 
+	prep *preparedSwap // with a models.SwapPreparer: the delta of the swaps
+
 	calls   int
 	pending float64
 	err     error
+}
+
+// preparedSwap is a swap delta of the model's SwapPreparer and the
+// generation of the replica it was prepared at.
+type preparedSwap struct {
+	delta func(p perm.Perm, i, k int) float64
+	gen   uint64
 }
 
 func (pt *permTarget) reset() { pt.calls, pt.err = 0, nil }
@@ -584,15 +693,33 @@ func (pt *permTarget) LogDensity(p perm.Perm) float64 {
 	return lp
 }
 
-// deltaTarget adds the model's SwapDelta fast path to permTarget.
+// deltaTarget adds the model's swap fast path to permTarget: the delta of
+// its SwapPreparer, prepared again whenever the replica's state has changed
+// other than by this permutation's swaps, or else its SwapDelta.
 type deltaTarget struct{ *permTarget }
 
 func (dt deltaTarget) SwapDelta(p perm.Perm, i, j int) float64 {
 	pt := dt.permTarget
-	d, err := pt.ev.pl.sd.SwapDelta(pt.r.s, pt.site, pt.b, i, j)
-	if err != nil {
-		pt.err = err
-		return math.NaN()
+	var d float64
+	if ps := pt.prep; ps != nil {
+		if ps.delta == nil || ps.gen != pt.r.gen {
+			delta, err := pt.ev.pl.prep.PrepareSwap(pt.r.s, pt.site, pt.b)
+			if err == nil && delta == nil {
+				err = errors.New("PrepareSwap returned a nil function")
+			}
+			if err != nil {
+				pt.err = fmt.Errorf("PrepareSwap: %w", err)
+				return math.NaN()
+			}
+			ps.delta, ps.gen = delta, pt.r.gen
+		}
+		d = ps.delta(p, i, j)
+	} else {
+		var err error
+		if d, err = pt.ev.pl.sd.SwapDelta(pt.r.s, pt.site, pt.b, i, j); err != nil {
+			pt.err = err
+			return math.NaN()
+		}
 	}
 	d *= pt.r.beta
 	if pt.prior != nil {
@@ -626,6 +753,13 @@ func permStage(name string, k permKernel, pt *permTarget, repeat int) Stage[*cha
 				pt.r.ll = pt.pending
 			} else {
 				pt.r.llOK = false
+			}
+			// The permutation moved: every other prepared delta of the
+			// replica is stale, and this stage's own stays valid (a swap
+			// kernel prepared it, if at all, in this step).
+			pt.r.gen++
+			if pt.prep != nil && pt.prep.delta != nil {
+				pt.prep.gen = pt.r.gen
 			}
 		}
 		return acc, nil
@@ -684,6 +818,8 @@ func (pl *plan) initChain(c int, rng *rand.Rand) (*chainState, []Stage[*chainSta
 				lo.s, hi.s = hi.s, lo.s
 				lo.ll, hi.ll = hi.ll, lo.ll
 				lo.llOK, hi.llOK = hi.llOK, lo.llOK
+				lo.gen++
+				hi.gen++
 				return true, nil
 			}),
 		})
@@ -749,7 +885,11 @@ func (pl *plan) permStages(ev *evaluator, r *replica, suffix string) ([]Stage[*c
 			}
 			pt := &permTarget{ev: ev, r: r, site: ps.Name, b: b, prior: prior}
 			var target PermTarget = pt
-			if pl.sd != nil {
+			switch {
+			case pl.prep != nil:
+				pt.prep = &preparedSwap{}
+				target = deltaTarget{pt}
+			case pl.sd != nil:
 				target = deltaTarget{pt}
 			}
 			swap, err := NewSwapMH(ps.N, target, mask, fixed)
@@ -798,6 +938,7 @@ func (pl *plan) coldRealStages(r *replica) []Stage[*chainState] {
 			if err := pl.col.SampleCollapsed(rng, r.s); err != nil {
 				return false, fmt.Errorf("SampleCollapsed: %w", err)
 			}
+			r.gen++
 			return true, nil
 		})})
 	}
@@ -808,6 +949,7 @@ func (pl *plan) coldRealStages(r *replica) []Stage[*chainState] {
 				return false, fmt.Errorf("SampleConditional(%q): %w", name, err)
 			}
 			r.llOK = false
+			r.gen++
 			return true, nil
 		})})
 	}
@@ -874,25 +1016,28 @@ func (pl *plan) hmcStage(ev *evaluator, r *replica, sites []*models.RealSite, na
 			copy(r.s.Reals[rs.Name], x[off:off+rs.Size()])
 			off += rs.Size()
 		}
+		// Even a rejected trajectory wrote its positions into the state on
+		// the way.
 		r.llOK = false
+		r.gen++
 		return acc, err
 	})}
 	return st, h, nil
 }
 
-// record appends the β = 1 replica's permutations (site by site, b by b,
-// row by row), its real sites in declaration order, and its
+// record appends the β = 1 replica's recorded permutations (site by site, b
+// by b, row by row), its recorded real sites in declaration order, and its
 // log-likelihood.
 func (pl *plan) record(dst []float64, cs *chainState) []float64 {
 	r := cs.reps[0]
-	for _, ps := range pl.spec.Perms {
+	for _, ps := range pl.perms {
 		for _, p := range r.s.Perms[ps.Name] {
 			for _, c := range p {
 				dst = append(dst, float64(c))
 			}
 		}
 	}
-	for _, rs := range pl.spec.Reals {
+	for _, rs := range pl.reals {
 		dst = append(dst, r.s.Reals[rs.Name]...)
 	}
 	if err := cs.ev.ensure(r); err != nil {
@@ -901,8 +1046,14 @@ func (pl *plan) record(dst []float64, cs *chainState) []float64 {
 	return append(dst, r.ll)
 }
 
-// result turns the traces into a ModelResult.
+// result turns the traces, which have the same length, into a ModelResult,
+// after discarding the share Discard of each.
 func (pl *plan) result(res *Result[*chainState]) (*ModelResult, error) {
+	if drop := int(math.Floor(pl.o.Discard * float64(len(res.Chains[0].Trace)))); drop > 0 {
+		for c := range res.Chains {
+			res.Chains[c].Trace = res.Chains[c].Trace[drop:]
+		}
+	}
 	out := &ModelResult{
 		Ladder: slices.Clone(pl.ladder),
 		Sweeps: pl.burn + pl.draws*pl.thin,
@@ -921,10 +1072,10 @@ func (pl *plan) result(res *Result[*chainState]) (*ModelResult, error) {
 	// Column layout of the trace, as written by record.
 	col := 0
 	llCol := 0
-	for _, ps := range pl.spec.Perms {
+	for _, ps := range pl.perms {
 		llCol += ps.B() * ps.N
 	}
-	for _, rs := range pl.spec.Reals {
+	for _, rs := range pl.reals {
 		llCol += rs.Size()
 	}
 	llDraws, err := res.Draws(llCol)
@@ -942,7 +1093,7 @@ func (pl *plan) result(res *Result[*chainState]) (*ModelResult, error) {
 	llRHat, llESS := diagnose(llDraws)
 	llStuck := math.IsNaN(llRHat) && stuckApart(llDraws)
 
-	for _, ps := range pl.spec.Perms {
+	for _, ps := range pl.perms {
 		b, n := ps.B(), ps.N
 		draws := make([][]perm.Perm, 0, nc*nd)
 		for _, ch := range res.Chains {
@@ -972,6 +1123,9 @@ func (pl *plan) result(res *Result[*chainState]) (*ModelResult, error) {
 		}
 		for k := range b {
 			for i := range n {
+				if pl.o.LogLikDiagnostics {
+					break
+				}
 				if !ps.Free[k][i] {
 					continue
 				}
@@ -992,12 +1146,14 @@ func (pl *plan) result(res *Result[*chainState]) (*ModelResult, error) {
 		col += b * n
 		pl.warn(post, ps.Name, pp.RHat, pp.ESS, stuck)
 	}
-	for _, rs := range pl.spec.Reals {
+	for _, rs := range pl.reals {
 		d := rs.Size()
 		rp := &models.RealPosterior{
 			Shape: slices.Clone(rs.Shape),
 			Mean:  make([]float64, d), Std: make([]float64, d),
-			RHat: make([]float64, d), ESS: make([]float64, d),
+		}
+		if !pl.o.LogLikDiagnostics {
+			rp.RHat, rp.ESS = make([]float64, d), make([]float64, d)
 		}
 		for _, ch := range res.Chains {
 			for _, row := range ch.Trace {
@@ -1006,6 +1162,9 @@ func (pl *plan) result(res *Result[*chainState]) (*ModelResult, error) {
 		}
 		worstR, worstE := math.NaN(), math.NaN()
 		stuck := false
+		if pl.o.LogLikDiagnostics {
+			worstR, worstE, stuck = llRHat, llESS, llStuck
+		}
 		for j := range d {
 			x, err := res.Draws(col + j)
 			if err != nil {
@@ -1013,6 +1172,9 @@ func (pl *plan) result(res *Result[*chainState]) (*ModelResult, error) {
 			}
 			mean, sd := meanStd(x)
 			rp.Mean[j], rp.Std[j] = mean, sd
+			if pl.o.LogLikDiagnostics {
+				continue
+			}
 			rp.RHat[j], rp.ESS[j] = diagnose(x)
 			stuck = stuck || math.IsNaN(rp.RHat[j]) && stuckApart(x)
 			worstR, worstE = worse(worstR, rp.RHat[j], worstE, rp.ESS[j])
@@ -1061,6 +1223,22 @@ func (pl *plan) describe() []string {
 		start = fmt.Sprintf("%d given states (Inits, chain c from Inits[c mod %d]) for the sites they name, %s for the others", len(pl.o.Inits), len(pl.o.Inits), start)
 	}
 	notes = append(notes, fmt.Sprintf("%d chains × %d draws (burn-in %d sweeps, thin %d), started from %s", pl.chains, pl.draws, pl.burn, pl.thin, start))
+	if pl.o.Discard > 0 {
+		notes = append(notes, fmt.Sprintf("the first %.3g of each chain's recorded draws discarded as burn-in (Discard)", pl.o.Discard))
+	}
+	if pl.o.Record != nil {
+		var names []string
+		for _, ps := range pl.perms {
+			names = append(names, ps.Name)
+		}
+		for _, rs := range pl.reals {
+			names = append(names, rs.Name)
+		}
+		notes = append(notes, fmt.Sprintf("draws recorded for sites %v only (Record)", names))
+	}
+	if pl.o.LogLikDiagnostics {
+		notes = append(notes, "R̂ and ESS of the log-likelihood trace only (LogLikDiagnostics)")
+	}
 	if len(pl.ladder) > 1 {
 		b := make([]string, len(pl.ladder))
 		for k, v := range pl.ladder {

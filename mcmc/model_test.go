@@ -459,6 +459,11 @@ func TestRunModelErrors(t *testing.T) {
 		{"init real", m, ModelOptions{Init: &models.State{Reals: map[string][]float64{"beta": {0}}}}, "needs 2"},
 		{"ladder", m, ModelOptions{Ladder: []float64{1, 2}}, "decrease"},
 		{"beta min", m, ModelOptions{BetaMin: 2}, "BetaMin"},
+		{"discard all", m, ModelOptions{Discard: 1}, "Discard"},
+		{"discard negative", m, ModelOptions{Discard: -0.1}, "Discard"},
+		{"discard NaN", m, ModelOptions{Discard: math.NaN()}, "Discard"},
+		{"trace every", m, ModelOptions{TraceEvery: -1}, "TraceEvery"},
+		{"record name", m, ModelOptions{Record: []string{"P", "b"}}, `Record names site "b"`},
 	}
 	for _, c := range cases {
 		_, err := RunModel(ctx, c.m, c.o)

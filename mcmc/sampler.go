@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"runtime"
+	"slices"
 	"sync"
 	"time"
 )
@@ -49,10 +50,22 @@ type Sampler[S any] struct {
 	Progress func(Progress)
 
 	// Observe, if not nil, is called with chain c's state at the same
-	// points as Progress, from the chain's goroutine; calls are serialized
-	// with each other and with Progress. It must not keep s, which the
-	// chain goes on changing.
-	Observe func(c, sweep int, s S)
+	// points as Progress, or every ObserveEvery sweeps when that is > 0,
+	// from the chain's goroutine; calls are serialized with each other and
+	// with Progress. It must not keep s, which the chain goes on changing.
+	Observe      func(c, sweep int, s S)
+	ObserveEvery int
+
+	// Deadline, if not zero, ends every chain before a sweep that would
+	// end after it if it took as long as the longest of the chain's latest
+	// four sweeps (timed from the end of one to the end of the next, so
+	// that recording and reporting count), or less than Reserve(draws)
+	// before it when Reserve is not nil, draws being the draws the chain
+	// has recorded. A chain the deadline ends is not an error: Run returns
+	// what it recorded, and ChainResult.Sweeps says how far it came.
+	// Reserve is called from the chains' goroutines, concurrently.
+	Deadline time.Time
+	Reserve  func(draws int) time.Duration
 }
 
 // Progress reports how far a run has come.
@@ -163,6 +176,8 @@ func (sm *Sampler[S]) validate() error {
 		return fmt.Errorf("mcmc: Sampler.Run: Burn must be >= 0, got %d", sm.Burn)
 	case sm.Thin < 0:
 		return fmt.Errorf("mcmc: Sampler.Run: Thin must be >= 0, got %d", sm.Thin)
+	case sm.ObserveEvery < 0:
+		return fmt.Errorf("mcmc: Sampler.Run: ObserveEvery must be >= 0, got %d", sm.ObserveEvery)
 	case sm.Init == nil:
 		return errors.New("mcmc: Sampler.Run: Init is nil")
 	}
@@ -196,11 +211,22 @@ func (sm *Sampler[S]) runChain(ctx context.Context, c, thin, sweeps int, out *Ch
 	)
 	every := max(1, sweeps/100)
 	done := ctx.Done()
+	var recent [4]time.Duration // with a deadline: the latest sweeps' durations, newest at sweep%4
+	last := time.Now()
 	for sweep := 0; sweep < sweeps; sweep++ {
 		select {
 		case <-done:
 			return ctx.Err()
 		default:
+		}
+		if !sm.Deadline.IsZero() {
+			keep := slices.Max(recent[:])
+			if sm.Reserve != nil {
+				keep += sm.Reserve(len(out.Trace))
+			}
+			if time.Until(sm.Deadline) < keep {
+				return nil
+			}
 		}
 		counting := sweep >= sm.Burn
 		for k, st := range stages {
@@ -238,8 +264,18 @@ func (sm *Sampler[S]) runChain(ctx context.Context, c, thin, sweeps int, out *Ch
 			copy(row, buf)
 			out.Trace = append(out.Trace, row)
 		}
-		if (sweep+1)%every == 0 || sweep+1 == sweeps {
-			prog.report(c, sweep+1, state)
+		progress := (sweep+1)%every == 0 || sweep+1 == sweeps
+		observe := progress
+		if sm.ObserveEvery > 0 {
+			observe = (sweep+1)%sm.ObserveEvery == 0
+		}
+		if progress || observe {
+			prog.report(c, sweep+1, state, progress, observe)
+		}
+		if !sm.Deadline.IsZero() {
+			now := time.Now()
+			recent[sweep%len(recent)] = now.Sub(last)
+			last = now
 		}
 	}
 	return nil
@@ -257,16 +293,20 @@ type progressReporter struct {
 	done int
 }
 
-func (p *progressReporter) report(chain, sweep int, state any) {
-	if p.fn == nil && p.observe == nil {
+// report calls the observer (if observe) and the progress callback (if
+// progress) of chain after sweep sweeps.
+func (p *progressReporter) report(chain, sweep int, state any, progress, observe bool) {
+	progress = progress && p.fn != nil
+	observe = observe && p.observe != nil
+	if !progress && !observe {
 		return
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.observe != nil {
+	if observe {
 		p.observe(chain, sweep, state)
 	}
-	if p.fn == nil {
+	if !progress {
 		return
 	}
 	if p.last == nil {

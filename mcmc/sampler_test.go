@@ -6,7 +6,9 @@ import (
 	"math"
 	"math/rand/v2"
 	"runtime"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -195,4 +197,76 @@ func TestSamplerErrors(t *testing.T) {
 		_, err := sm.Run(context.Background())
 		assert.Error(t, err, name)
 	}
+}
+
+// Observe comes every ObserveEvery sweeps when that is set, and Progress
+// keeps its own schedule.
+func TestSamplerObserveEvery(t *testing.T) {
+	sm := walkSampler(2)
+	sm.ObserveEvery = 90
+	seen := map[int][]int{}
+	progress := 0
+	sm.Observe = func(c, sweep int, _ *walk) { seen[c] = append(seen[c], sweep) }
+	sm.Progress = func(Progress) { progress++ }
+	_, err := sm.Run(context.Background())
+	require.NoError(t, err)
+	// 100 + 400·3 = 1300 sweeps per chain.
+	want := []int{90, 180, 270, 360, 450, 540, 630, 720, 810, 900, 990, 1080, 1170, 1260}
+	for c := range 5 {
+		assert.Equal(t, want, seen[c], "chain %d", c)
+	}
+	assert.Equal(t, 5*100, progress)
+	sm.ObserveEvery = -1
+	_, err = sm.Run(context.Background())
+	assert.ErrorContains(t, err, "ObserveEvery")
+}
+
+// A deadline ends each chain before a sweep that would not end by it,
+// without an error.
+func TestSamplerDeadline(t *testing.T) {
+	const step = 20 * time.Millisecond
+	sm := &Sampler[*walk]{
+		Chains: 2, Samples: 1000, Seed: 1,
+		Init: func(c int, rng *rand.Rand) (*walk, []Stage[*walk], error) {
+			return &walk{}, []Stage[*walk]{{Name: "wait", Kernel: KernelFunc[*walk](func(*rand.Rand, *walk) (bool, error) {
+				time.Sleep(step)
+				return true, nil
+			})}}, nil
+		},
+		Record: func(dst []float64, s *walk) []float64 { return append(dst, s.x) },
+	}
+	sm.Deadline = time.Now().Add(5*step + step/2)
+	res, err := sm.Run(context.Background())
+	require.NoError(t, err)
+	assert.False(t, time.Now().After(sm.Deadline), "the run ended %v after its deadline", time.Since(sm.Deadline))
+	for c, ch := range res.Chains {
+		assert.Equal(t, ch.Sweeps, len(ch.Trace), "chain %d", c)
+		assert.Positive(t, ch.Sweeps, "chain %d", c)
+		assert.LessOrEqual(t, ch.Sweeps, 5, "chain %d", c)
+	}
+
+	// A reserve that grows with the draws: a step's worth per two draws
+	// keeps, after d draws, d/2 steps before the deadline.
+	var mu sync.Mutex
+	var asked []int
+	sm.Reserve = func(draws int) time.Duration {
+		mu.Lock()
+		asked = append(asked, draws)
+		mu.Unlock()
+		return time.Duration(draws) * step / 2
+	}
+	sm.Deadline = time.Now().Add(8*step + step/2)
+	res, err = sm.Run(context.Background())
+	require.NoError(t, err)
+	left := time.Until(sm.Deadline)
+	for c, ch := range res.Chains {
+		// Sweep d ends at about d steps, and another would need d/2 steps
+		// kept after it: 5 sweeps leave 3.5 steps, less than a sixth and
+		// its reserve of 3.
+		assert.LessOrEqual(t, ch.Sweeps, 5, "chain %d", c)
+		assert.GreaterOrEqual(t, ch.Sweeps, 3, "chain %d", c)
+	}
+	assert.Greater(t, left, step, "the reserve is kept")
+	assert.Contains(t, asked, 0)
+	assert.Contains(t, asked, 3)
 }

@@ -127,8 +127,11 @@
 // faster paths, found by type assertion as io.Copy finds io.WriterTo:
 // StateLogLiker (the value without a tape), SwapDeltaer (the change when two
 // rows of a permutation swap columns, for swap Metropolis-Hastings),
-// Conjugate (exact Gibbs draws of a real site) and Collapser (real sites
-// integrated out analytically, so that permutation moves target
-// p(y | permutations) and Exact needs no quadrature). CheckFastPaths tests a model's
-// fast paths against LogLik.
+// SwapPreparer (the same change from a function prepared once for one
+// permutation and valid while the rest of the state keeps its value, so
+// that the work that depends on the other sites is done once per run of
+// swaps rather than once per proposal), Conjugate (exact Gibbs draws of a
+// real site) and Collapser (real sites integrated out analytically, so that
+// permutation moves target p(y | permutations) and Exact needs no
+// quadrature). CheckFastPaths tests a model's fast paths against LogLik.
 package models

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 
 	"github.com/permlab/permlab/ad"
 )
@@ -129,10 +130,13 @@ func logPermPrior(spec *Spec, s *State) (float64, error) {
 	return lp, nil
 }
 
-// CheckFastPaths compares the model's fast paths (StateLogLiker, SwapDeltaer)
-// with the generic evaluation of LogLik on one-hot values at trials random
-// states and swaps, and returns an error describing the first disagreement
-// beyond tol (relative to max(1, |value|)). Model authors call it in their
+// CheckFastPaths compares the model's fast paths (StateLogLiker,
+// SwapDeltaer, SwapPreparer) with the generic evaluation of LogLik on
+// one-hot values at trials random states and swaps, and returns an error
+// describing the first disagreement beyond tol (relative to max(1,
+// |value|)). A prepared swap delta is checked over several swaps of one
+// preparation, each applied to the state before the next, as a swap
+// sampler applies the swaps it accepts. Model authors call it in their
 // tests; it is how "the value MCMC sees is the value VI differentiates" is
 // kept true.
 func CheckFastPaths(m Model, trials int, seed uint64, tol float64) error {
@@ -144,6 +148,7 @@ func CheckFastPaths(m Model, trials int, seed uint64, tol float64) error {
 	t := ad.NewTape()
 	fast, hasFast := m.(StateLogLiker)
 	sd, hasSwap := m.(SwapDeltaer)
+	prep, hasPrep := m.(SwapPreparer)
 	close := func(a, b float64) bool { return math.Abs(a-b) <= tol*math.Max(1, math.Abs(b)) }
 	for trial := range trials {
 		s, err := NewState(spec, rng)
@@ -163,38 +168,103 @@ func CheckFastPaths(m Model, trials int, seed uint64, tol float64) error {
 				return fmt.Errorf("models: trial %d: LogLikState = %.12g, LogLik on one-hot values = %.12g", trial, v, base)
 			}
 		}
-		if !hasSwap {
+		if hasSwap {
+			if err := checkSwapDelta(m, spec, t, sd, s, base, rng, trial, close); err != nil {
+				return err
+			}
+		}
+		if hasPrep {
+			if err := checkPreparedSwap(m, spec, t, prep, s, base, rng, trial, close); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// freeSwap returns two free rows i ≠ j of permutation b of ps whose swap
+// the mask admits in state s, or ok false when the draw gives none.
+func freeSwap(ps *PermSpec, s *State, b int, rng *rand.Rand) (i, j int, ok bool) {
+	var free []int
+	for r, f := range ps.Free[b] {
+		if f {
+			free = append(free, r)
+		}
+	}
+	if len(free) < 2 {
+		return 0, 0, false
+	}
+	i, j = free[rng.IntN(len(free))], free[rng.IntN(len(free))]
+	if q := s.Perms[ps.Name][b]; i == j || !ps.Masks[b].Allowed(i, q[j]) || !ps.Masks[b].Allowed(j, q[i]) {
+		return 0, 0, false // the swap leaves the support: no engine proposes it
+	}
+	return i, j, true
+}
+
+// checkSwapDelta compares SwapDelta at state s (with log-likelihood base)
+// with the difference of LogLik, for one swap per permutation site.
+func checkSwapDelta(m Model, spec *Spec, t *ad.Tape, sd SwapDeltaer, s *State, base float64, rng *rand.Rand, trial int, close func(a, b float64) bool) error {
+	for _, ps := range spec.Perms {
+		b := rng.IntN(ps.B())
+		i, j, ok := freeSwap(ps, s, b, rng)
+		if !ok {
 			continue
 		}
-		for _, ps := range spec.Perms {
-			b := rng.IntN(ps.B())
-			var free []int
-			for i, f := range ps.Free[b] {
-				if f {
-					free = append(free, i)
-				}
-			}
-			if len(free) < 2 {
+		d, err := sd.SwapDelta(s, ps.Name, b, i, j)
+		if err != nil {
+			return fmt.Errorf("models: SwapDelta: %w", err)
+		}
+		s2 := s.Clone()
+		p := s2.Perms[ps.Name][b]
+		p[i], p[j] = p[j], p[i]
+		after, err := logLikTape(m, spec, t, s2)
+		if err != nil {
+			return err
+		}
+		if !close(d, after-base) {
+			return fmt.Errorf("models: trial %d: SwapDelta(%q, %d, %d, %d) = %.12g, difference of LogLik = %.12g", trial, ps.Name, b, i, j, d, after-base)
+		}
+	}
+	return nil
+}
+
+// preparedSwaps is the number of swaps CheckFastPaths draws per preparation.
+const preparedSwaps = 4
+
+// checkPreparedSwap prepares a swap delta for one permutation per
+// permutation site of s (with log-likelihood base) and compares it with the
+// difference of LogLik over preparedSwaps swaps, applying each to s as a
+// sampler applies the swaps it accepts. It changes s.
+func checkPreparedSwap(m Model, spec *Spec, t *ad.Tape, prep SwapPreparer, s *State, base float64, rng *rand.Rand, trial int, close func(a, b float64) bool) error {
+	for _, ps := range spec.Perms {
+		b := rng.IntN(ps.B())
+		delta, err := prep.PrepareSwap(s, ps.Name, b)
+		if err != nil {
+			return fmt.Errorf("models: PrepareSwap: %w", err)
+		}
+		if delta == nil {
+			return fmt.Errorf("models: PrepareSwap(%q, %d) returned a nil function", ps.Name, b)
+		}
+		p := s.Perms[ps.Name][b]
+		for k := range preparedSwaps {
+			i, j, ok := freeSwap(ps, s, b, rng)
+			if !ok {
 				continue
 			}
-			i, j := free[rng.IntN(len(free))], free[rng.IntN(len(free))]
-			if q := s.Perms[ps.Name][b]; i == j || !ps.Masks[b].Allowed(i, q[j]) || !ps.Masks[b].Allowed(j, q[i]) {
-				continue // the swap leaves the support: no engine proposes it
+			before := p.Clone()
+			d := delta(p, i, j)
+			if !slices.Equal(p, before) {
+				return fmt.Errorf("models: trial %d: the function of PrepareSwap(%q, %d) changed the permutation", trial, ps.Name, b)
 			}
-			d, err := sd.SwapDelta(s, ps.Name, b, i, j)
-			if err != nil {
-				return fmt.Errorf("models: SwapDelta: %w", err)
-			}
-			s2 := s.Clone()
-			p := s2.Perms[ps.Name][b]
 			p[i], p[j] = p[j], p[i]
-			after, err := logLikTape(m, spec, t, s2)
+			after, err := logLikTape(m, spec, t, s)
 			if err != nil {
 				return err
 			}
 			if !close(d, after-base) {
-				return fmt.Errorf("models: trial %d: SwapDelta(%q, %d, %d, %d) = %.12g, difference of LogLik = %.12g", trial, ps.Name, b, i, j, d, after-base)
+				return fmt.Errorf("models: trial %d: PrepareSwap(%q, %d), swap %d of rows %d and %d: %.12g, difference of LogLik = %.12g", trial, ps.Name, b, k, i, j, d, after-base)
 			}
+			base = after
 		}
 	}
 	return nil

@@ -159,7 +159,7 @@ func main() {
 	masked := flag.Bool("mask", true, "use the position masks (false: every entry of P allowed)")
 	flag.Parse()
 	s := celegans.DefaultSettings()
-	c.sigmaW, c.wStd0 = s.SigmaW, s.WStd0
+	c.sigmaW, c.wStd0 = s.SigmaW, s.SigmaW/10 // vi.FitModel starts q(W) at a tenth of the prior's spread
 	c.pause = pause
 	var err error
 	if c.variants, err = parseVariants(*vs); err != nil {

@@ -21,7 +21,7 @@ import (
 func tinyConfig() config {
 	s := celegans.DefaultSettings()
 	return config{neurons: 30, worms: 2, t: 40, known: 5, nu: 0.1, tau: 0.5, tauPrior: 1, iters: 5,
-		sigmaW: s.SigmaW, wStd0: s.WStd0, lr: 0.1, seed: 3, threads: 1, warmup: 1, reps: 2, block: 2,
+		sigmaW: s.SigmaW, wStd0: s.SigmaW / 10, lr: 0.1, seed: 3, threads: 1, warmup: 1, reps: 2, block: 2,
 		python: "/usr/bin/python3", script: "step_torch.py", variants: []string{"naive", "suffstats"}}
 }
 

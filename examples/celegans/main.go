@@ -150,8 +150,7 @@ func newFlags(o *options, out io.Writer) *flag.FlagSet {
 	fs.Float64Var(&h.TauPrior, "tau-prior", def.TauPrior, "Gumbel-Sinkhorn: prior temperature of the Gumbel-space KL")
 	fs.IntVar(&h.Iters, "iters", def.Iters, "variational methods: Sinkhorn iterations L")
 	fs.Float64Var(&h.SigmaW, "sigma-w", def.SigmaW, "prior standard deviation of each non-zero entry of W (every method)")
-	fs.Float64Var(&h.WStd0, "w-std0", def.WStd0, "variational methods: initial standard deviation of q(W)")
-	fs.IntVar(&h.Mean, "mean-samples", def.Mean, "variational methods: samples averaged for the posterior mean of P")
+	fs.IntVar(&h.Draws, "draws", def.Draws, "variational methods: hard draws of q(P) whose assignment frequencies give the estimate")
 	fs.IntVar(&h.PlateauWindow, "plateau-window", def.PlateauWindow, "Gumbel-Sinkhorn: restart a fit whose ELBO stopped rising over this many steps, at least 2 (0: one fit)")
 	fs.Float64Var(&h.RoundTau, "round-tau", def.RoundTau, "rounding VI: interpolation towards the rounded permutation, in (0, 1]")
 	fs.Float64Var(&h.RoundNoise, "round-noise", def.RoundNoise, "rounding VI: initial noise scale of Ψ")
@@ -245,8 +244,7 @@ func (o *options) validate() ([]celegans.Cell, compare.Shard, error) {
 	c.Positive("-tau-prior", h.TauPrior)
 	c.AtLeast("-iters", h.Iters, 1)
 	c.Positive("-sigma-w", h.SigmaW)
-	c.Positive("-w-std0", h.WStd0)
-	c.AtLeast("-mean-samples", h.Mean, 1)
+	c.AtLeast("-draws", h.Draws, 1)
 	c.That(h.PlateauWindow == 0 || h.PlateauWindow >= 2, "-plateau-window must be 0 (one fit) or >= 2, got %d", h.PlateauWindow)
 	c.That(h.RoundTau > 0 && h.RoundTau <= 1, "-round-tau must be in (0, 1], got %v", h.RoundTau)
 	c.Positive("-round-noise", h.RoundNoise)
@@ -452,7 +450,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "celegans: every worker finished; collecting")
 	}
 
-	progress := celegans.NewProgress(stderr)
+	progress := celegans.NewProgress(stderr, e.Settings.Budget)
 	e.Progress = progress.Handle
 	sum, err := e.Run(ctx)
 	progress.Close()

@@ -59,15 +59,15 @@ func TestHyperparameterFlags(t *testing.T) {
 	var o options
 	require.NoError(t, newFlags(&o, &bytes.Buffer{}).Parse([]string{
 		"-seed-start", "101", "-seeds", "4", "-tau", "0.5", "-tau-prior", "2", "-lr", "0.05", "-k", "3",
-		"-iters", "10", "-sigma-w", "0.3", "-w-std0", "0.1", "-mean-samples", "7", "-plateau-window", "0",
+		"-iters", "10", "-sigma-w", "0.3", "-draws", "7", "-plateau-window", "0",
 		"-round-tau", "0.4", "-round-noise", "0.2", "-prior-std", "0.25"}))
 	e, err := o.experiment(io.Discard)
 	require.NoError(t, err)
 	assert.Equal(t, 101, e.SeedStart)
 	assert.Equal(t, 4, e.Seeds)
 	s := e.Settings
-	assert.Equal(t, []float64{0.5, 2, 0.05, 0.3, 0.1, 0.4, 0.2, 0.25}, []float64{s.Tau, s.TauPrior, s.LR, s.SigmaW, s.WStd0, s.RoundTau, s.RoundNoise, s.PriorStd})
-	assert.Equal(t, []int{3, 10, 7, 0}, []int{s.K, s.Iters, s.Mean, s.PlateauWindow})
+	assert.Equal(t, []float64{0.5, 2, 0.05, 0.3, 0.4, 0.2, 0.25}, []float64{s.Tau, s.TauPrior, s.LR, s.SigmaW, s.RoundTau, s.RoundNoise, s.PriorStd})
+	assert.Equal(t, []int{3, 10, 7, 0}, []int{s.K, s.Iters, s.Draws, s.PlateauWindow})
 
 	require.NoError(t, newFlags(&o, &bytes.Buffer{}).Parse([]string{"-seed-start", "0"}))
 	_, err = o.experiment(io.Discard)
@@ -116,8 +116,7 @@ func TestBadArguments(t *testing.T) {
 		{[]string{"-tau-prior", "0"}, "-tau-prior must be"},
 		{[]string{"-iters", "0"}, "-iters must be >= 1"},
 		{[]string{"-sigma-w", "0"}, "-sigma-w must be"},
-		{[]string{"-w-std0", "-0.1"}, "-w-std0 must be"},
-		{[]string{"-mean-samples", "0"}, "-mean-samples must be >= 1"},
+		{[]string{"-draws", "0"}, "-draws must be >= 1"},
 		{[]string{"-plateau-window", "1"}, "-plateau-window must be 0 (one fit) or >= 2"},
 		{[]string{"-plateau-window", "-3"}, "-plateau-window"},
 		{[]string{"-round-tau", "1.5"}, "-round-tau must be in (0, 1]"},
