@@ -89,7 +89,8 @@ baselines is celegans/tuning/baselines.json). -tune FILE -report DIR prints
 that table again from the results files under DIR/tune, running nothing.
 
 Give every run exclusive cores: budgets are wall-clock. See deploy/ for a
-Kubernetes Indexed Job and a Slurm array script.
+Kubernetes Indexed Job, a Slurm array script and the container image the
+job runs (deploy/Dockerfile: every command, the data mounted).
 
 Every flag is checked, and -out tried for writing, before any data is read:
 a bad command line exits with status 2 having done nothing; a failure (a
