@@ -7,6 +7,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
+	"time"
 
 	"gonum.org/v1/gonum/mat"
 	"gonum.org/v1/gonum/optimize"
@@ -61,10 +62,12 @@ type Scorer struct {
 	m        Model
 	spec     *Spec
 	t        *ad.Tape
-	col      CollapsedLikelihood // nil when nothing is collapsed
-	sd       SwapDeltaer         // nil when swaps need full evaluations
-	profiled []*RealSite         // real sites integrated numerically or profiled
-	dims     int                 // their coordinates in all
+	col      CollapsedLikelihood  // nil when nothing is collapsed
+	sd       SwapDeltaer          // nil when swaps need full evaluations
+	prep     SwapPreparer         // nil when swaps are not prepared
+	cm       ConditionalMaximizer // nil when the profiled sites are maximised numerically
+	profiled []*RealSite          // real sites integrated numerically or profiled
+	dims     int                  // their coordinates in all
 	slots    []polishSlot
 	evals    int
 }
@@ -113,6 +116,12 @@ func NewScorer(m Model) (*Scorer, error) {
 	}
 	if sd, ok := m.(SwapDeltaer); ok && sc.col == nil {
 		sc.sd = sd
+	}
+	if prep, ok := m.(SwapPreparer); ok && sc.col == nil {
+		sc.prep = prep
+	}
+	if cm, ok := m.(ConditionalMaximizer); ok {
+		sc.cm = cm
 	}
 	for _, ps := range spec.Perms {
 		var prior PermPrior
@@ -289,6 +298,9 @@ func (sc *Scorer) maximise(s *State) (float64, error) {
 	if len(sc.profiled) == 0 {
 		return j0, nil
 	}
+	if sc.cm != nil {
+		return sc.maximiseConditional(s, j0)
+	}
 	// The integrand of Exact's quadrature is the log joint to maximise:
 	// its value (through the fast paths) and its gradient on the tape.
 	q := newRealQuad(sc.m, sc.spec, sc.profiled, sc.col, sc.t, s)
@@ -342,6 +354,42 @@ func (sc *Scorer) maximise(s *State) (float64, error) {
 	return v + sc.permPrior(s), nil
 }
 
+// maximiseConditional maximises the log joint over the profiled sites of s
+// by the model's exact conditional maximisation, site by site, until it
+// stops rising (one round when there is one site), and returns it; j0 is
+// its value at s as given. A round that does not raise it is undone.
+func (sc *Scorer) maximiseConditional(s *State, j0 float64) (float64, error) {
+	j := j0
+	for range 100 {
+		before := make(map[string][]float64, len(sc.profiled))
+		for _, rs := range sc.profiled {
+			before[rs.Name] = slices.Clone(s.Reals[rs.Name])
+			if err := sc.cm.MaximizeConditional(s, rs.Name); err != nil {
+				return 0, fmt.Errorf("models: MaximizeConditional %q: %w", rs.Name, err)
+			}
+		}
+		v, err := sc.logLik(s)
+		if err != nil {
+			return 0, err
+		}
+		v += sc.permPrior(s)
+		if !(v > j+polishTol(j)) {
+			if !(v >= j) {
+				for name, x := range before {
+					copy(s.Reals[name], x)
+				}
+				return j, nil
+			}
+			return v, nil
+		}
+		j = v
+		if len(sc.profiled) == 1 {
+			return j, nil
+		}
+	}
+	return j, nil
+}
+
 // PolishOptions configures Scorer.Polish. The zero value gives the
 // defaults.
 type PolishOptions struct {
@@ -360,6 +408,12 @@ type PolishOptions struct {
 	MaxPasses int
 	// Seed chooses the random blocks.
 	Seed uint64
+	// Deadline, if not zero, ends the search at the first move or
+	// integration that finds it passed: the state reached, a valid state
+	// at least as probable as the start, is returned with
+	// PolishResult.Truncated set. An anytime search for callers with a
+	// wall-clock budget.
+	Deadline time.Time
 }
 
 // PolishResult is the outcome of a local search.
@@ -375,6 +429,9 @@ type PolishResult struct {
 	// Moves is the number of improving moves applied and Evals the number
 	// of likelihood evaluations made.
 	Moves, Evals int
+	// Truncated reports that PolishOptions.Deadline ended the search
+	// before it reached a local maximum.
+	Truncated bool
 }
 
 // Gain returns LogJoint − Start, the nats polishing gained.
@@ -384,14 +441,17 @@ func (r *PolishResult) Gain() float64 { return r.LogJoint - r.Start }
 // raises J among the swaps of two free rows, the 3-cycles of three free
 // rows and the rearrangements of random blocks of up to MaxBlock free rows,
 // always within the masks and fixed rows, until no such move improves J;
-// with profiled real sites it then optimises them afresh and searches
-// again, until neither step gains. Swaps use the model's SwapDelta fast
-// path when there is no collapsing, and full evaluations otherwise.
+// with profiled real sites it then optimises them afresh (exactly, when
+// the model is a ConditionalMaximizer) and searches again, until neither
+// step gains. Swaps and 3-cycles use the model's swap deltas
+// (SwapPreparer, then SwapDeltaer) when there is no collapsing, and full
+// evaluations otherwise.
 //
-// A pass over the swaps and 3-cycles of a permutation of size n costs
-// O(n³) evaluations; the search never enumerates the permutations, so its
-// cost grows polynomially in n, and it finds a local, not necessarily the
-// global, maximum. s is not modified; real sites it has no values for
+// A pass over the swaps and 3-cycles of a permutation of size n with c
+// admitted columns per row costs O(n·c²) evaluations (O(n³) without
+// masks); the search never enumerates the permutations, so its cost grows
+// polynomially in n, and it finds a local, not necessarily the global,
+// maximum. PolishOptions.Deadline makes it an anytime search. s is not modified; real sites it has no values for
 // start at zero. A cancelled ctx ends the search after the current pass
 // with its error.
 func (sc *Scorer) Polish(ctx context.Context, s *State, o PolishOptions) (*PolishResult, error) {
@@ -423,7 +483,7 @@ func (sc *Scorer) Polish(ctx context.Context, s *State, o PolishOptions) (*Polis
 	res := &PolishResult{Start: j}
 	rng := rand.New(rand.NewPCG(o.Seed, 0x706f6c697368))
 	ls := &localSearch{sc: sc, o: o, rng: rng}
-	for round := 0; round < o.MaxPasses; round++ {
+	for round := 0; round < o.MaxPasses && !ls.late; round++ {
 		// Moves under f with the real sites held at their maximum, until
 		// none helps.
 		before := cur.Clone()
@@ -440,7 +500,7 @@ func (sc *Scorer) Polish(ctx context.Context, s *State, o PolishOptions) (*Polis
 			if err != nil {
 				return nil, err
 			}
-			if !improved {
+			if !improved || ls.late {
 				break
 			}
 		}
@@ -471,7 +531,7 @@ func (sc *Scorer) Polish(ctx context.Context, s *State, o PolishOptions) (*Polis
 		}
 		j = v + sc.permPrior(cur)
 	}
-	res.State, res.LogJoint = cur, j
+	res.State, res.LogJoint, res.Truncated = cur, j, ls.late
 	res.Moves, res.Evals = ls.moves, sc.evals-evals0
 	return res, nil
 }
@@ -490,6 +550,23 @@ type localSearch struct {
 	moves int
 
 	rows, cols, best []int // block scratch
+
+	late  bool // the deadline has passed: no further moves
+	ticks int  // candidates since the deadline was last checked
+}
+
+// expired reports whether the deadline has passed, reading the clock on
+// the first call and every 64 calls after (candidates are cheap next to a
+// clock read).
+func (ls *localSearch) expired() bool {
+	if ls.late || ls.o.Deadline.IsZero() {
+		return ls.late
+	}
+	ls.ticks++
+	if ls.ticks&63 == 1 && !time.Now().Before(ls.o.Deadline) {
+		ls.late = true
+	}
+	return ls.late
 }
 
 // pass runs the swaps, then (if none improved) the 3-cycles, then (if none
@@ -499,6 +576,9 @@ func (ls *localSearch) pass() (bool, error) {
 	for _, move := range [...]func(*polishSlot) (bool, error){ls.swaps, ls.cycles, ls.blocks} {
 		any := false
 		for k := range ls.sc.slots {
+			if ls.late {
+				return any, nil
+			}
 			ok, err := move(&ls.sc.slots[k])
 			if err != nil {
 				return false, err
@@ -539,28 +619,68 @@ func (ls *localSearch) improves() (bool, error) {
 	return false, nil
 }
 
+// swapDelta returns the function that gives the change of the log
+// likelihood when rows i and k of the slot's permutation swap, with the
+// rest of the state fixed (as during one pass over a slot's moves), or nil
+// when swaps need full evaluations.
+func (ls *localSearch) swapDelta(sl *polishSlot) (func(p perm.Perm, i, k int) float64, *error, error) {
+	var failed error
+	switch {
+	case ls.sc.prep != nil:
+		f, err := ls.sc.prep.PrepareSwap(ls.s, sl.ps.Name, sl.b)
+		if err != nil {
+			return nil, nil, err
+		}
+		return f, &failed, nil
+	case ls.sc.sd != nil:
+		return func(_ perm.Perm, i, k int) float64 {
+			d, err := ls.sc.sd.SwapDelta(ls.s, sl.ps.Name, sl.b, i, k)
+			if err != nil && failed == nil {
+				failed = err
+			}
+			return d
+		}, &failed, nil
+	}
+	return nil, nil, nil
+}
+
+// priorDelta returns the change of the slot's permutation prior when rows
+// i and k of p swap (0 for a uniform prior).
+func priorDelta(sl *polishSlot, p perm.Perm, i, k int) float64 {
+	if sl.prior == nil {
+		return 0
+	}
+	before := sl.prior.LogMass(p)
+	p[i], p[k] = p[k], p[i]
+	d := sl.prior.LogMass(p) - before
+	p[i], p[k] = p[k], p[i]
+	return d
+}
+
 // swaps applies every improving swap of two free rows of one permutation.
 func (ls *localSearch) swaps(sl *polishSlot) (bool, error) {
 	p := ls.s.Perms[sl.ps.Name][sl.b]
 	n := sl.n
 	any := false
+	delta, failed, err := ls.swapDelta(sl)
+	if err != nil {
+		return false, err
+	}
 	for a, i := range sl.free {
 		for _, k := range sl.free[a+1:] {
 			if !sl.allowed[i*n+p[k]] || !sl.allowed[k*n+p[i]] {
 				continue
 			}
-			if ls.sc.sd != nil {
-				d, err := ls.sc.sd.SwapDelta(ls.s, sl.ps.Name, sl.b, i, k)
+			if ls.expired() {
+				break
+			}
+			if delta != nil {
+				d := delta(p, i, k)
 				ls.sc.evals++
-				if err != nil {
-					return false, err
+				if *failed != nil {
+					return false, *failed
 				}
-				if sl.prior != nil {
-					before := sl.prior.LogMass(p)
-					p[i], p[k] = p[k], p[i]
-					d += sl.prior.LogMass(p) - before
-					p[i], p[k] = p[k], p[i]
-				}
+				d += priorDelta(sl, p, i, k)
 				if d > polishTol(ls.j) {
 					p[i], p[k] = p[k], p[i]
 					ls.j += d
@@ -580,7 +700,7 @@ func (ls *localSearch) swaps(sl *polishSlot) (bool, error) {
 			any = any || ok
 		}
 	}
-	if any && ls.sc.sd != nil {
+	if any && delta != nil {
 		// Re-anchor J on a full evaluation.
 		v, err := ls.eval()
 		if err != nil {
@@ -592,41 +712,89 @@ func (ls *localSearch) swaps(sl *polishSlot) (bool, error) {
 }
 
 // cycles applies every improving 3-cycle of free rows of one permutation:
-// for rows i < k < l, the two rotations of their columns.
+// row i takes row k's column, k takes l's and l takes i's. Only the cycles
+// the masks admit are visited: k among the rows whose column i admits, l
+// among those whose column k admits, with l admitting i's column, which
+// costs O(n·c²) for c admitted columns per row instead of O(n³); each
+// directed cycle once, from its smallest row. With a swap delta a cycle is
+// scored as the swap (i k) then (k l), each at the state the one before
+// left, when the state between them is admitted too; otherwise by a full
+// evaluation.
 func (ls *localSearch) cycles(sl *polishSlot) (bool, error) {
 	p := ls.s.Perms[sl.ps.Name][sl.b]
 	n := sl.n
-	f := sl.free
+	free := make([]bool, n)
+	for _, i := range sl.free {
+		free[i] = true
+	}
+	// inv[c] is the row on column c.
+	inv := make([]int, n)
+	for r, c := range p {
+		inv[c] = r
+	}
+	mask := sl.ps.Masks[sl.b]
 	any := false
-	for a := 0; a < len(f); a++ {
-		for b := a + 1; b < len(f); b++ {
-			for c := b + 1; c < len(f); c++ {
-				i, k, l := f[a], f[b], f[c]
-				for rot := range 2 {
-					ci, ck, cl := p[i], p[k], p[l]
-					// rot 0: i←k's column, k←l's, l←i's; rot 1: the other way.
-					ni, nk, nl := ck, cl, ci
-					if rot == 1 {
-						ni, nk, nl = cl, ci, ck
+	delta, failed, err := ls.swapDelta(sl)
+	if err != nil {
+		return false, err
+	}
+	for _, i := range sl.free {
+		if ls.late {
+			break
+		}
+	next:
+		for _, ck := range mask.Row(i) {
+			k := inv[ck]
+			if k <= i || !free[k] {
+				continue
+			}
+			for _, cl := range mask.Row(k) {
+				l := inv[cl]
+				if l <= i || l == k || !free[l] || !sl.allowed[l*n+p[i]] {
+					continue
+				}
+				if ls.expired() {
+					break next
+				}
+				ci := p[i]
+				var ok bool
+				if delta != nil && sl.allowed[k*n+ci] {
+					d := delta(p, i, k) + priorDelta(sl, p, i, k)
+					p[i], p[k] = p[k], p[i]
+					d += delta(p, k, l) + priorDelta(sl, p, k, l)
+					p[k], p[l] = p[l], p[k]
+					ls.sc.evals += 2
+					if *failed != nil {
+						return false, *failed
 					}
-					if !sl.allowed[i*n+ni] || !sl.allowed[k*n+nk] || !sl.allowed[l*n+nl] {
-						continue
+					if ok = d > polishTol(ls.j); ok {
+						ls.j += d
+						ls.moves++
 					}
-					p[i], p[k], p[l] = ni, nk, nl
-					ok, err := ls.improves()
-					if err != nil {
+				} else {
+					p[i], p[k], p[l] = ck, cl, ci
+					if ok, err = ls.improves(); err != nil {
 						return false, err
 					}
-					if !ok {
-						p[i], p[k], p[l] = ci, ck, cl
-					}
-					if ok {
-						any = true
-						break
-					}
 				}
+				if !ok {
+					p[i], p[k], p[l] = ci, ck, cl
+					continue
+				}
+				any = true
+				inv[p[i]], inv[p[k]], inv[p[l]] = i, k, l
+				// Row i holds another column now: go on with its new
+				// candidates from the next row.
+				break next
 			}
 		}
+	}
+	if any && delta != nil {
+		v, err := ls.eval()
+		if err != nil {
+			return false, err
+		}
+		ls.j = v
 	}
 	return any, nil
 }
@@ -647,6 +815,9 @@ func (ls *localSearch) blocks(sl *polishSlot) (bool, error) {
 	n := sl.n
 	any := false
 	for range trials {
+		if ls.expired() {
+			break
+		}
 		idx := ls.rng.Perm(len(sl.free))[:kmax]
 		ls.rows = ls.rows[:0]
 		for _, x := range idx {

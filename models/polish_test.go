@@ -3,9 +3,11 @@ package models
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -419,4 +421,106 @@ func TestPolishCountsThePrior(t *testing.T) {
 		require.NoError(t, err)
 		require.InDelta(t, lpMAP-lp, jMAP-a.LogJoint, 1e-9, "J differences are exact log odds, prior included")
 	}
+}
+
+// polishPrepMatch adds the SwapPreparer fast path to fastMatch.
+type polishPrepMatch struct{ fastMatch }
+
+func (m *polishPrepMatch) PrepareSwap(s *State, site string, b int) (func(p perm.Perm, i, k int) float64, error) {
+	return func(p perm.Perm, i, k int) float64 {
+		d, _ := m.fastMatch.SwapDelta(s, site, b, i, k)
+		return d
+	}, nil
+}
+
+// TestPolishPreparedSwapsAgree: prepared swap deltas (also the two swaps
+// that score a 3-cycle) reach what full evaluations reach.
+func TestPolishPreparedSwapsAgree(t *testing.T) {
+	for seed := uint64(1); seed <= 4; seed++ {
+		slow := newPointMatch(9, seed)
+		prep := &polishPrepMatch{fastMatch{*slow}}
+		scS, err := NewScorer(slow)
+		require.NoError(t, err)
+		scP, err := NewScorer(prep)
+		require.NoError(t, err)
+		start := perm.Random(9, rand.New(rand.NewPCG(seed, 9)))
+		a, err := scS.Polish(context.Background(), permState(start), PolishOptions{Seed: 1})
+		require.NoError(t, err)
+		b, err := scP.Polish(context.Background(), permState(start), PolishOptions{Seed: 1})
+		require.NoError(t, err)
+		require.Equal(t, a.State.Perms["P"][0], b.State.Perms["P"][0])
+		require.InDelta(t, a.LogJoint, b.LogJoint, 1e-9)
+	}
+}
+
+// TestPolishDeadline: a deadline already passed ends the search at once
+// with the start (or better) and says so; one far away changes nothing.
+func TestPolishDeadline(t *testing.T) {
+	m, _ := newPairModel(8, 2, false)
+	sc, err := NewScorer(m)
+	require.NoError(t, err)
+	start := perm.Random(8, rand.New(rand.NewPCG(2, 2)))
+	for !sc.Spec().Perms[0].Masks[0].Admits(start) {
+		start, err = RandomAdmitted(sc.Spec().Perms[0].Masks[0], rand.New(rand.NewPCG(2, 3)))
+		require.NoError(t, err)
+	}
+	free, err := sc.Polish(context.Background(), permState(start), PolishOptions{Seed: 1})
+	require.NoError(t, err)
+	require.False(t, free.Truncated)
+	far, err := sc.Polish(context.Background(), permState(start), PolishOptions{Seed: 1, Deadline: time.Now().Add(time.Hour)})
+	require.NoError(t, err)
+	require.False(t, far.Truncated)
+	require.Equal(t, free.State.Perms["P"][0], far.State.Perms["P"][0])
+	late, err := sc.Polish(context.Background(), permState(start), PolishOptions{Seed: 1, Deadline: time.Now().Add(-time.Second)})
+	require.NoError(t, err)
+	require.True(t, late.Truncated)
+	require.NoError(t, late.State.Perms["P"][0].Validate())
+	require.True(t, sc.Spec().Perms[0].Masks[0].Admits(late.State.Perms["P"][0]))
+	require.GreaterOrEqual(t, late.LogJoint, late.Start)
+	j, err := sc.LogJoint(late.State)
+	require.NoError(t, err)
+	require.InDelta(t, j, late.LogJoint, 1e-9)
+}
+
+// wideExact is wideSite with its real site maximised exactly
+// (ConditionalMaximizer): w = a/2 whatever the permutation.
+type wideExact struct{ wideSite }
+
+func (m *wideExact) MaximizeConditional(s *State, site string) error {
+	if site != "w" {
+		return fmt.Errorf("no site %q", site)
+	}
+	for k := range m.a {
+		s.Reals["w"][k] = m.a[k] / 2
+	}
+	return nil
+}
+
+// TestLogJointConditionalMaximizer: a model that maximises its real site
+// exactly gets the same profile J as numerical optimisation finds, in one
+// step.
+func TestLogJointConditionalMaximizer(t *testing.T) {
+	d := MaxLaplaceDims + 1
+	m := &wideExact{wideSite{pointMatch: *newPointMatch(5, 2), a: make([]float64, d)}}
+	for k := range m.a {
+		m.a[k] = math.Cos(float64(k))
+	}
+	numeric, err := NewScorer(&m.wideSite)
+	require.NoError(t, err)
+	exact, err := NewScorer(m)
+	require.NoError(t, err)
+	p := perm.Random(5, rand.New(rand.NewPCG(4, 4)))
+	want, err := numeric.LogJoint(permState(p))
+	require.NoError(t, err)
+	before := exact.Evals()
+	got, err := exact.LogJoint(permState(p))
+	require.NoError(t, err)
+	require.InDelta(t, want, got, 1e-6)
+	require.LessOrEqual(t, exact.Evals()-before, 2, "one evaluation at the start, one after the exact step")
+	res, err := exact.Polish(context.Background(), permState(p), PolishOptions{Seed: 1})
+	require.NoError(t, err)
+	res2, err := numeric.Polish(context.Background(), permState(p), PolishOptions{Seed: 1})
+	require.NoError(t, err)
+	require.Equal(t, res2.State.Perms["P"][0], res.State.Perms["P"][0])
+	require.InDelta(t, res2.LogJoint, res.LogJoint, 1e-6)
 }

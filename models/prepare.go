@@ -31,3 +31,18 @@ import "github.com/permlab/permlab/perm"
 type SwapPreparer interface {
 	PrepareSwap(s *State, site string, b int) (func(p perm.Perm, i, k int) float64, error)
 }
+
+// ConditionalMaximizer is implemented by a model that can set a real site
+// to the maximum of its full conditional p(θ | rest of s, y), the site's
+// value that maximises the log joint with everything else held fixed: for a
+// conjugate Gaussian site, its conditional mean. A Scorer that profiles the
+// real sites (see Scorer) then maximises over them by these exact steps,
+// one site after another until the log joint stops rising, instead of by
+// numerical optimisation, which at thousands of coordinates is what a
+// local search would spend its time on.
+//
+// MaximizeConditional overwrites the named site's values in s. It may be
+// called from several goroutines at once for different states.
+type ConditionalMaximizer interface {
+	MaximizeConditional(s *State, site string) error
+}

@@ -51,7 +51,7 @@ func (c *stepClock) mean() time.Duration {
 // step evaluates and differentiates K samples; the estimate only
 // evaluates), each times budgetSafety.
 func (p *modelPlan) reserve(step time.Duration) time.Duration {
-	r := time.Duration(p.o.PosteriorDraws+1) * p.drawCost
+	r := time.Duration(p.o.PosteriorDraws+1) * time.Duration(p.drawCost.Load())
 	if p.o.ELBOSamples > 0 {
 		r += time.Duration(math.Ceil(float64(p.o.ELBOSamples)/float64(p.o.K))) * step
 	}
@@ -74,11 +74,22 @@ func (p *modelPlan) timeUp(longest, step time.Duration) bool {
 // summary, per draw. Its random numbers are its own, so it changes no
 // result.
 func (p *modelPlan) timeDraws(guides []Guide) {
-	p.drawOnce.Do(func() {
-		k := min(p.o.PosteriorDraws, 16)
-		t0 := time.Now()
-		if _, err := p.posteriorN(guides, k); err == nil {
-			p.drawCost = time.Since(t0) / time.Duration(k)
-		}
-	})
+	p.drawOnce.Do(func() { p.retimeDraws(guides, 16) })
+}
+
+// retimeEvery is the number of steps of a fit under a Budget after which
+// the cost of a posterior draw is timed again, on the fit's current guides:
+// a draw's cost changes as the guides move away from their start (a
+// matching of peaked logits is not one of noise), and the reserve follows
+// it. Two draws every 100 steps cost well under a step each.
+const retimeEvery = 100
+
+// retimeDraws times up to k posterior draws of guides and makes their cost
+// per draw the reserve's.
+func (p *modelPlan) retimeDraws(guides []Guide, k int) {
+	k = min(p.o.PosteriorDraws, k)
+	t0 := time.Now()
+	if _, err := p.posteriorN(guides, k); err == nil {
+		p.drawCost.Store(int64(time.Since(t0) / time.Duration(k)))
+	}
 }

@@ -665,6 +665,10 @@ func (p *modelPlan) fit(ctx context.Context, m Model, i, steps int) (*fitRun, er
 			stop()
 		}
 		clock.tick()
+		if !p.deadline.IsZero() && pr.Step%retimeEvery == 0 {
+			p.retimeDraws(guides, 2)
+			clock.start() // the timing is not a step's
+		}
 		if p.timeUp(clock.longest(), clock.mean()) {
 			stop()
 		}

@@ -33,7 +33,7 @@ type modelPlan struct {
 	deadline  time.Time     // end of the Budget; zero without one
 	budgetHit atomic.Bool   // a fit stopped at the deadline
 	drawOnce  sync.Once     // times drawCost
-	drawCost  time.Duration // cost of one posterior draw, timed under a Budget
+	drawCost  atomic.Int64  // cost of one posterior draw in ns, timed under a Budget
 }
 
 func newModelPlan(spec *models.Spec, o ModelOptions) (*modelPlan, error) {
