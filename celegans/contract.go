@@ -325,6 +325,40 @@ func getCondScratch(n int) *condScratch {
 	return &condScratch{sxx: mat.NewSymDense(n, nil), syx: mat.NewDense(n, n, nil), w: mat.NewDense(n, n, nil)}
 }
 
+// MaximizeConditional implements models.ConditionalMaximizer: it overwrites
+// W in s with its conditional mean given P and Y, the W that maximises the
+// log joint for the permutations of s (its conditional is Gaussian), row by
+// row as SampleConditional draws it. models.Scorer so profiles W exactly,
+// in O(N·d³) for rows of d support entries.
+func (m *Model) MaximizeConditional(s *models.State, site string) error {
+	if site != SiteW {
+		return fmt.Errorf("celegans: Model.MaximizeConditional: no conditional for site %q", site)
+	}
+	w := s.Reals[SiteW]
+	if len(s.Perms[SiteP]) != m.P.Worms() || len(w) != len(m.P.support) {
+		return errors.New("celegans: Model.MaximizeConditional: state does not match the model")
+	}
+	sc := getCondScratch(m.P.N())
+	defer condScratchPool.Put(sc)
+	m.P.pooledCanonical(s.Perms[SiteP], sc.sxx, sc.syx)
+	g := m.gibbsW()
+	n := m.P.N()
+	col := make(map[[2]int]int, len(m.P.support))
+	for e, rc := range m.P.support {
+		col[rc] = e
+	}
+	for r := range n {
+		rp, err := g.Posterior(r, sc.sxx, sc.syx)
+		if err != nil {
+			return fmt.Errorf("celegans: Model.MaximizeConditional: %w", err)
+		}
+		for a, c := range rp.Support {
+			w[col[[2]int{r, c}]] = rp.Mean[a]
+		}
+	}
+	return nil
+}
+
 // Collapsed is the model with W integrated out analytically (a
 // models.Collapser): permutation moves of mcmc.RunModel then target
 // p(P | Y) directly, and models.Exact can enumerate small problems. Each

@@ -71,6 +71,16 @@
 // Metropolis–Hastings swaps of two labels of each P_j). Each estimates P_j as
 // the masked matching of the assignment frequencies of its posterior draws.
 //
+// Unless Settings.NoPolish is set, every method's estimate is then checked
+// against the model alike, within the same budget (the method gets 90% of
+// it): models.Scorer's local search (swaps and 3-cycles within the masks,
+// scored by the model's swap deltas with W at its exact conditional mean,
+// Model.MaximizeConditional) improves it until a local maximum or the end
+// of the budget, and the result is kept only if the collapsed likelihood
+// log p(Y | P), W integrated out, rose (Outcome.PolishGain). The search's
+// own score maximises over W, which can favour labellings W is fitted to,
+// so the exact likelihood decides.
+//
 // # Experiments
 //
 // Experiment runs every method on a grid of cells and seeds: Table3Cells

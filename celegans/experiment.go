@@ -293,6 +293,11 @@ type Record struct {
 	// without ground truth).
 	LogLikGap *float64 `json:"loglik_gap,omitempty"`
 
+	// PolishGain is Outcome.PolishGain: how much polishing raised the
+	// estimate's collapsed log-likelihood, in nats. Absent when polishing
+	// was off, and in records written before it was added.
+	PolishGain *float64 `json:"polish_gain,omitempty"`
+
 	// MCMC only: sweeps over all chains, and split R̂ and ESS of the
 	// log-likelihood trace (absent where they could not be computed).
 	Sweeps int     `json:"sweeps,omitempty"`
@@ -451,6 +456,7 @@ func (s Settings) of(m Method) any {
 		Engine     string
 		Budget     time.Duration
 		TraceEvery int
+		NoPolish   bool
 	}
 	type variational struct {
 		common
@@ -458,7 +464,7 @@ func (s Settings) of(m Method) any {
 		LR              float64
 		SigmaW          float64
 	}
-	c := common{"vi.FitModel, mcmc.RunModel", s.Budget, s.TraceEvery}
+	c := common{"vi.FitModel, mcmc.RunModel", s.Budget, s.TraceEvery, s.NoPolish}
 	v := variational{c, s.Steps, s.K, s.Iters, s.LR, s.SigmaW}
 	switch m {
 	case GumbelSinkhorn, GumbelSinkhornNoReg:
@@ -723,6 +729,10 @@ func newRecord(c plannedCell, seed int, m Method, p *Problem, out *Outcome, err 
 	r.Sweeps = out.Sweeps
 	if gap, err := p.LogLikGap(out.Perms, sigmaW); err == nil {
 		r.LogLikGap = &gap
+	}
+	if !math.IsNaN(out.PolishGain) {
+		g := out.PolishGain
+		r.PolishGain = &g
 	}
 	if !math.IsNaN(out.RHat) && !math.IsInf(out.RHat, 0) {
 		r.RHat = out.RHat

@@ -284,6 +284,21 @@ func (s *Summary) tables() ([]int, map[int][]CellInfo) {
 	return ids, by
 }
 
+// polished returns the number of runs whose record says how much polishing
+// gained, and their mean gain.
+func (s *Summary) polished() (n int, mean float64) {
+	for _, r := range s.records {
+		if r.PolishGain != nil {
+			n++
+			mean += *r.PolishGain
+		}
+	}
+	if n > 0 {
+		mean /= float64(n)
+	}
+	return n, mean
+}
+
 // Markdown returns the summary as markdown: for each table of the seed paper
 // in the grid, the accuracy over all neurons and over the unknown neurons,
 // methods in rows and cells in columns, each entry "mean ± sd (paper)", then
@@ -296,6 +311,10 @@ func (s *Summary) Markdown() string {
 		"and stops earlier after %d VI steps or %d MCMC sweeps. Runs are sequential.\n", budgetText(s.Budget), s.Settings.Steps, s.Settings.Sweeps)
 	fmt.Fprintf(&b, "Entries: mean ± sd over seeds of the fraction of neurons identified correctly, from the matching of the posterior mean; "+
 		"(paper value) from the seed paper, which does not say whether known neurons are counted.\n")
+	if n, mean := s.polished(); n > 0 {
+		fmt.Fprintf(&b, "Polished: %d of %d runs had their estimate polished by a local search under the model (10%% of the budget) and kept where the collapsed likelihood rose; it rose by %.1f nats on average.\n",
+			n, len(s.records), mean)
+	}
 	ids, by := s.tables()
 	for _, id := range ids {
 		cells := by[id]

@@ -108,6 +108,7 @@ type options struct {
 	shard                                                 string
 	shards, workers, perWork                              int
 	tune, report                                          string
+	polish                                                bool
 	// hyper holds the method hyperparameters, one flag each, starting from
 	// celegans.DefaultSettings (the settings of the reported tables).
 	hyper celegans.Settings
@@ -162,6 +163,7 @@ func newFlags(o *options, out io.Writer) *flag.FlagSet {
 	fs.StringVar(&h.Estimator, "estimator", def.Estimator, "MCMC: which draws give the estimate: half (second half; empty means half), tail (last 90%) or best (highest likelihood)")
 	fs.IntVar(&h.BlockMoves, "block-moves", def.BlockMoves, "MCMC: block proposals (up to 4 rows) per worm and sweep (0: none)")
 
+	fs.BoolVar(&o.polish, "polish", true, "polish every method's estimate by a local search under the model, within the budget (10% of it), and keep it if the collapsed likelihood rose; -polish=false runs the paper's plain methods")
 	fs.StringVar(&o.report, "report", "", "print the report of the experiment in this `dir`ectory, recomputed from its results files and summary.json; runs nothing")
 	fs.StringVar(&o.tune, "tune", "", "run the tuning grid of this JSON `file` (see celegans/tuning/README.md): one experiment per variant in -out/tune/<name>, then the tuning table")
 	return fs
@@ -350,7 +352,7 @@ func (o *options) experiment(warn io.Writer) (*celegans.Experiment, error) {
 	}
 
 	s := o.hyper
-	s.Budget, s.Steps, s.Sweeps, s.TraceEvery = o.budget, o.steps, o.sweeps, o.trace
+	s.Budget, s.Steps, s.Sweeps, s.TraceEvery, s.NoPolish = o.budget, o.steps, o.sweeps, o.trace, !o.polish
 	e.Settings = s
 	return e, nil
 }
