@@ -74,7 +74,10 @@
 // instead iterates to convergence and differentiates the limit S(X/τ)
 // implicitly, through the linear system its row and column constraints
 // define: O(N³) per matrix whatever the number of iterations, worthwhile
-// when many are needed (small τ).
+// when many are needed (small τ). SparseSinkhorn, SparseSinkhornVar and
+// SparseSinkhornImplicitVar (and their Log forms) are these operators on a
+// sparse candidate pattern (SparsePattern, values in CSR order), at
+// O(NNZ·L) time and O(NNZ + N·L) memory instead of O(N²·L) and O(N²).
 //
 // Adding Gumbel noise turns these operators into distributions: M(X + ε) is a
 // Gumbel-Matching sample and S((X + ε)/τ) a Gumbel-Sinkhorn sample, its
