@@ -132,3 +132,27 @@ func TestFitModelWindowRanking(t *testing.T) {
 	_, err = vi.FitModel(context.Background(), m, vi.ModelOptions{Seed: 1, ELBOSamples: 1})
 	require.ErrorContains(t, err, "ELBOSamples")
 }
+
+// TestFitModelBudgetCoversTheCheck: with a budget the check of the answer
+// takes its share of it and its searches stop at the budget's end, so that
+// a check that alone would take about 2 s (40 searches at n = 40) ends
+// with the budget, and the report and the notes say how many it cut short.
+func TestFitModelBudgetCoversTheCheck(t *testing.T) {
+	m, err := matching.GenerateRegression(matching.RegressionConfig{N: 40, D: 2, S: 0.3, Seed: 1})
+	require.NoError(t, err)
+	const budget = 600 * time.Millisecond
+	o := vi.ModelOptions{Seed: 1, Steps: 1_000_000, Polish: vi.Polish{Restarts: 30, Draws: 10}, Budget: budget, ELBOSamples: -1}
+	t0 := time.Now()
+	res, err := vi.FitModel(context.Background(), m, o)
+	took := time.Since(t0)
+	require.NoError(t, err)
+	require.NotNil(t, res.Polish)
+	assert.Less(t, took, budget+budget/3, "took %v", took)
+	assert.Positive(t, res.Polish.Truncated)
+	assert.Contains(t, strings.Join(res.Posterior.Notes, "\n"), "local searches of the check before they reached a local maximum")
+	assert.True(t, res.Posterior.Perms["P"].Mode[0].Validate() == nil)
+	t.Logf("took %v, %d steps, %d of %d searches truncated", took, res.Steps, res.Polish.Truncated, len(res.Polish.Candidates))
+
+	_, err = vi.FitModel(context.Background(), m, vi.ModelOptions{Seed: 1, Polish: vi.Polish{Share: 1}})
+	require.ErrorContains(t, err, "Polish.Share")
+}

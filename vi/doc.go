@@ -98,8 +98,10 @@
 // constant τ best.
 //
 // Budgets, traces and guides of the model's own. ModelOptions.Budget bounds
-// the fits' wall time and returns what they reached (BudgetExhausted says
-// so); ModelOptions.Trace reports each fit's current estimate every
+// the whole call: the fits stop early enough for the posterior's draws,
+// whose cost is timed on the guides as they go, and the check of the
+// answer takes a tenth of the budget and stops at its end; the result is
+// what they reached (BudgetExhausted says so). ModelOptions.Trace reports each fit's current estimate every
 // TraceEvery steps, for accuracy-against-time curves. A model that needs a
 // guide the automatic ones lack implements GuideProvider and returns its
 // own PermGuide or RealGuide for the sites it chooses; FitModel fits, reads

@@ -160,9 +160,10 @@ type ModelOptions struct {
 	// fresh ELBO estimate. The fits made so far (each with the steps it
 	// took) then make the result, as when they end normally; if the
 	// budget cannot hold even the reserve, the first fit takes no step and
-	// the result holds its initial guides, with Steps 0. The check of
-	// the answer (Polish) runs after the budget, and ModelResult.Elapsed
-	// includes it. A budget makes the result depend on the machine's
+	// the result holds its initial guides, with Steps 0. The check of the
+	// answer (Polish) takes Polish.Share (10%) of the budget from the fits
+	// and its local searches stop at the budget's end with the states
+	// they reached (PolishReport.Truncated counts them). A budget makes the result depend on the machine's
 	// speed; ModelResult.BudgetExhausted and Steps say what it allowed. A
 	// context deadline instead cancels the fit with an error.
 	Budget time.Duration
@@ -328,6 +329,11 @@ func FitModel(ctx context.Context, m models.Model, o ModelOptions) (*ModelResult
 	}
 	if o.Budget > 0 {
 		plan.deadline = began.Add(o.Budget)
+		if !o.Polish.Off {
+			// The check takes its share of the budget from the fits.
+			plan.polishDeadline = plan.deadline
+			plan.deadline = began.Add(time.Duration((1 - o.Polish.Share) * float64(o.Budget)))
+		}
 	}
 	if err := plan.checkLogLik(m); err != nil {
 		return nil, err

@@ -44,6 +44,11 @@ type Polish struct {
 	// MaxBlock and Blocks configure the block moves of the local search
 	// (models.PolishOptions); 0 gives its defaults.
 	MaxBlock, Blocks int
+	// Share is the share of ModelOptions.Budget that the check takes from
+	// the fits, in (0, 1); 0 means 0.1. The local searches then stop at the
+	// budget's end with the states they reached (PolishReport.Truncated).
+	// Without a budget the searches run to their local maxima.
+	Share float64
 }
 
 func (o *Polish) setDefaults() error {
@@ -61,6 +66,11 @@ func (o *Polish) setDefaults() error {
 		return fmt.Errorf("vi: FitModel: Polish.WarnNats must be finite and > 0, got %v", o.WarnNats)
 	case o.MaxBlock < 0 || o.MaxBlock == 1:
 		return fmt.Errorf("vi: FitModel: Polish.MaxBlock must be 0 (default) or >= 2, got %d", o.MaxBlock)
+	case !(o.Share >= 0 && o.Share < 1):
+		return fmt.Errorf("vi: FitModel: Polish.Share must be in [0, 1), got %v", o.Share)
+	}
+	if o.Share == 0 {
+		o.Share = 0.1
 	}
 	o.Draws = max(o.Draws, 0)
 	o.Restarts = max(o.Restarts, 0)
@@ -103,6 +113,9 @@ type PolishReport struct {
 	// time of the check.
 	Evals   int
 	Elapsed time.Duration
+	// Truncated is the number of searches that the Budget ended before
+	// they reached a local maximum.
+	Truncated int
 }
 
 // PolishCandidate is one local search of the check.
@@ -242,6 +255,10 @@ func (p *modelPlan) polish(ctx context.Context, m models.Model, posts []*models.
 	best := cands[0]
 	rep.State, rep.LogJoint, rep.Fit, rep.From = best.State, best.LogJoint, best.Fit, best.From
 	rep.Elapsed = time.Since(began)
+	rep.Truncated = p.polishTruncated
+	if rep.Truncated > 0 {
+		p.notes = append(p.notes, fmt.Sprintf("the budget ended %d of %d local searches of the check before they reached a local maximum; their states are as far as they came", rep.Truncated, len(jobs)))
+	}
 	return rep, nil
 }
 
@@ -327,6 +344,7 @@ func (p *modelPlan) runPolish(ctx context.Context, m models.Model, jobs []polish
 	}
 	out := make([]PolishCandidate, len(jobs))
 	errs := make([]error, len(jobs))
+	truncated := make([]bool, len(jobs))
 	var wg sync.WaitGroup
 	next := make(chan int)
 	for _, sc := range scorers {
@@ -335,11 +353,12 @@ func (p *modelPlan) runPolish(ctx context.Context, m models.Model, jobs []polish
 			defer wg.Done()
 			for k := range next {
 				j := jobs[k]
-				res, err := sc.Polish(ctx, j.state, models.PolishOptions{MaxBlock: p.o.Polish.MaxBlock, Blocks: p.o.Polish.Blocks, Seed: j.seed})
+				res, err := sc.Polish(ctx, j.state, models.PolishOptions{MaxBlock: p.o.Polish.MaxBlock, Blocks: p.o.Polish.Blocks, Seed: j.seed, Deadline: p.polishDeadline})
 				if err != nil {
 					errs[k] = err
 					continue
 				}
+				truncated[k] = res.Truncated
 				out[k] = PolishCandidate{From: j.from, Fit: j.fit, Draw: j.draw, Start: res.Start, LogJoint: res.LogJoint, State: res.State}
 			}
 		}()
@@ -372,6 +391,11 @@ func (p *modelPlan) runPolish(ctx context.Context, m models.Model, jobs []polish
 	}
 	for _, sc := range scorers {
 		evals += sc.Evals()
+	}
+	for _, t := range truncated {
+		if t {
+			p.polishTruncated++
+		}
 	}
 	return cands, failed, evals, scorers[0], nil
 }
