@@ -16,9 +16,13 @@
 //	M(X) = argmax_{P permutation} ⟨P, X⟩_F = argmax_σ Σ_i X_{i,σ(i)},
 //
 // the linear assignment problem. Matching solves it exactly in O(N³) time
-// (Jonker-Volgenant shortest augmenting paths); −Inf entries are forbidden
-// assignments. M is the analogue of argmax for permutations: piecewise
-// constant in X, so it has no useful gradient.
+// at worst (Jonker-Volgenant shortest augmenting paths, started on a sparse
+// problem of each row's best entries and checked against the rest); −Inf
+// entries are forbidden assignments. MatchingSparse solves it on a sparse
+// candidate graph (SparseScores, rows of candidate columns) in time that
+// grows with the candidates rather than N², and reports a graph with no
+// perfect matching as ErrInfeasible. M is the analogue of argmax for
+// permutations: piecewise constant in X, so it has no useful gradient.
 //
 // # Sinkhorn operator
 //

@@ -135,6 +135,23 @@ func matchingBatch(fn string, xs []mat.Matrix, allowed []*perm.Mask) ([]perm.Per
 // search that runs out of finite-distance columns proves, by Hall's theorem,
 // that no perfect matching exists.
 //
+// From n = 48 on (sparseInitMinN), the initialisation is instead a sparse
+// first phase: the same algorithm with a heap (see SparseMatcher)
+// on a candidate graph of about 12 to 16 of the cheapest entries of each
+// row (those under a threshold, selected in the one pass that reads the
+// matrix), plus the cheapest entry of any column no row selected. Its
+// prices are then checked against every entry, and the rows whose
+// assignment is no longer the cheapest of their row in reduced cost go to
+// the dense augmentation. On random problems the optimum uses almost only
+// such entries, so the sparse phase does nearly all the work, in time
+// proportional to the number of candidates, and the check costs
+// O(candidates) per row (a bound covers the other entries; the row is read
+// only when the bound fails). The result is exact whatever the
+// candidates, which only decide how much work is left to the dense phase;
+// problems on which they are a poor guess (rows that all want the same
+// columns) go back to the classic initialisation at a bounded cost. See
+// sparseInit.
+//
 // Matrices whose largest finite |x| could overflow the prices (above
 // MaxFloat64/(16(n+1)), about 1e307/n) are scaled down by a power of two
 // first, and tiny ones (below 2^-900 ≈ 1e-271) scaled up. Power-of-two
@@ -158,7 +175,36 @@ type Matcher struct {
 	count  []int     // column reduction: columns won by each row
 	mrow   []bool    // one mask row
 	value  float64
+
+	// Sparse first phase (see sparseInit).
+	sp   sparseLAP
+	topc []int32   // candidate columns of each row (sparseInitCap slots)
+	tcnt []int32   // their number
+	nx   []int32   // extra candidates per row: columns whose minimum it holds
+	thr  []float64 // a bound below the costs of each row's non-candidates
+	// maskCand lists the allowed columns of a masked row.
+	maskCand [sparseInitSlot]int32
+	// prepped is set by load when the solve uses sparseInit and the
+	// per-row work for it is done.
+	prepped bool
+	// lazy is set when the costs are -src (row i at src[i*stride:]) and
+	// cost is not filled: sparseInit reads src, and materialize fills
+	// cost when the dense phase needs it. src is dropped after the solve.
+	lazy   bool
+	src    []float64
+	stride int
+	// init forces an initialisation for tests: initAuto chooses by size.
+	init initMode
 }
+
+// initMode selects the initialisation of the dense solver.
+type initMode uint8
+
+const (
+	initAuto    initMode = iota // sparseInit from sparseInitMinN on
+	initClassic                 // always classicInit
+	initSparse                  // always sparseInit
+)
 
 // Solve returns the permutation maximising Σ_i x[i][p[i]] over the allowed
 // entries (nil allowed: all entries; -Inf entries are always forbidden). The
@@ -175,7 +221,8 @@ func (m *Matcher) SolveRaw(dst perm.Perm, n int, data []float64, allowed *perm.M
 	if n < 0 || len(data) != n*n {
 		return nil, fmt.Errorf("relax: %s: len(data) = %d, want n*n with n = %d", fn, len(data), n)
 	}
-	if err := m.load(fn, n, allowed, func(i int) []float64 { return data[i*n : i*n+n] }, nil); err != nil {
+	if err := m.load(fn, n, allowed, data, n, nil); err != nil {
+		m.src, m.lazy = nil, false
 		return nil, err
 	}
 	p, err := m.run(fn, dst)
@@ -206,13 +253,12 @@ func (m *Matcher) solve(fn string, dst perm.Perm, x mat.Matrix, allowed *perm.Ma
 	var err error
 	if rm, ok := x.(mat.RawMatrixer); ok && n > 0 {
 		raw := rm.RawMatrix()
-		err = m.load(fn, n, allowed, func(i int) []float64 {
-			return raw.Data[i*raw.Stride : i*raw.Stride+n]
-		}, nil)
+		err = m.load(fn, n, allowed, raw.Data, raw.Stride, nil)
 	} else {
-		err = m.load(fn, n, allowed, nil, x)
+		err = m.load(fn, n, allowed, nil, 0, x)
 	}
 	if err != nil {
+		m.src, m.lazy = nil, false
 		return nil, err
 	}
 	p, err := m.run(fn, dst)
@@ -227,25 +273,78 @@ func (m *Matcher) solve(fn string, dst perm.Perm, x mat.Matrix, allowed *perm.Ma
 	return p, nil
 }
 
-// load checks the input and fills the cost matrix. Rows come from row(i)
-// when non-nil, else from x.At.
-func (m *Matcher) load(fn string, n int, allowed *perm.Mask, row func(int) []float64, x mat.Matrix) error {
+// load checks the input and fills the cost matrix. Rows come from data
+// (row i at data[i*stride:]) when non-nil, else from x.At. With the sparse
+// phase, an unmasked matrix from data is not copied (m.lazy; see
+// materialize).
+func (m *Matcher) load(fn string, n int, allowed *perm.Mask, data []float64, stride int, x mat.Matrix) error {
 	if allowed != nil && allowed.Size() != n {
 		return fmt.Errorf("relax: %s: mask size %d does not match matrix size %d", fn, allowed.Size(), n)
 	}
 	m.resize(n)
+	// The sparse first phase's per-row work is done here, while the row
+	// is in cache.
+	m.prepped = m.useSparseInit()
+	if m.prepped {
+		m.prepSparse()
+	}
+	m.lazy = m.prepped && data != nil && allowed == nil
+	m.src, m.stride = data, stride
 	inf := math.Inf(1)
 	maxAbs := 0.0
+	// Blocks of the rows for the sparse phase's thresholds.
+	var bminArr [sparseInitMaxBlocks]float64
+	var boundsArr [sparseInitMaxBlocks + 1]int
+	nb := initBlocks(n)
+	bmin, bounds := bminArr[:nb], boundsArr[:nb+1]
+	for b := range bounds {
+		bounds[b] = b * n / nb
+	}
+	// tguess is the candidate threshold for the next row: the threshold
+	// of the last row, adjusted towards 2·nb candidates. On the rows of
+	// most matrices it selects a reasonable number of candidates (nb to
+	// 4·nb are accepted) in the one pass over the row; other rows compute
+	// their own (prepRow).
+	tguess := math.Inf(-1)
+	spread := candSpread{rows: min(64, n/2)}
+	if m.prepped {
+		spread.seen = m.nx[:n]
+		clear(spread.seen)
+	}
 	for i := 0; i < n; i++ {
 		ci := m.cost[i*n : i*n+n]
-		if row != nil {
-			negate(ci, row(i))
-		} else {
+		var rowMax float64
+		var finite bool
+		fused, cnt := false, 0
+		masked := false // whether the candidates are the row's allowed entries
+		switch {
+		case data != nil && allowed != nil:
+			// One pass: negate, apply the mask, the largest |c| over the
+			// allowed entries, and their columns.
+			m.mrow = allowed.CopyRow(m.mrow, i)
+			amax, na := maskNegate(ci, data[i*stride:i*stride+n], m.mrow, &m.maskCand)
+			// The slow path below handles rows with a NaN or infinite
+			// allowed entry, or none allowed.
+			finite = amax < 0x7ff0000000000000 && na > 0
+			rowMax = math.Float64frombits(amax)
+			masked, cnt = finite && na <= sparseInitCap, na
+		case m.lazy:
+			// One pass, no copy: the largest |x|, and the entries under
+			// the last threshold.
+			src := data[i*stride : i*stride+n]
+			rowMax, finite, cnt = scanCollect(src, tguess, m.cand(i))
+			fused = true
+			if !finite {
+				negate(ci, src) // for the slow path below
+			}
+		case data != nil:
+			negate(ci, data[i*stride:i*stride+n])
+		default:
 			for j := range ci {
 				ci[j] = -x.At(i, j)
 			}
 		}
-		if allowed != nil {
+		if allowed != nil && data == nil {
 			m.mrow = allowed.CopyRow(m.mrow, i)
 			mr := m.mrow[:len(ci)]
 			for j, ok := range mr {
@@ -256,7 +355,9 @@ func (m *Matcher) load(fn string, n int, allowed *perm.Mask, row func(int) []flo
 		}
 		// Fast path: track the largest |c|; a NaN or ±Inf entry fails the
 		// finiteness test at the moment it would become the maximum.
-		rowMax, finite := absMax(ci)
+		if !fused && allowed == nil {
+			rowMax, finite = absMax(ci)
+		}
 		rowOK := true
 		if !finite {
 			// Slow path: forbidden entries (+Inf costs) or bad input.
@@ -284,33 +385,110 @@ func (m *Matcher) load(fn string, n int, allowed *perm.Mask, row func(int) []flo
 		if !rowOK {
 			return fmt.Errorf("relax: %s: %w: row %d has no allowed column", fn, ErrInfeasible, i)
 		}
+		if m.prepped {
+			t := tguess
+			inCost := !m.lazy || !finite // whether ci holds the row
+			switch {
+			case masked:
+				// Few allowed entries: they are the candidates, and all
+				// others are forbidden.
+				copy(m.cand(i)[:], m.maskCand[:cnt])
+				m.tcnt[i], m.thr[i], t = int32(cnt), inf, inf
+			case fused && cnt >= nb && cnt <= 4*nb:
+				m.tcnt[i], m.thr[i] = int32(cnt), t
+			default:
+				if !inCost {
+					negate(ci, data[i*stride:i*stride+n])
+					inCost = true
+				}
+				t = m.prepRow(i, ci, bounds, bmin)
+			}
+			if t < inf {
+				// Aim the next row's guess at 2·nb candidates, as if the
+				// entries just above the row's minimum were evenly spread.
+				var src []float64
+				if !inCost {
+					src = data[i*stride : i*stride+n]
+				}
+				lo := candMin(ci, src, m.cand(i)[:m.tcnt[i]])
+				tguess = lo + (t-lo)*float64(2*nb)/float64(m.tcnt[i])
+			}
+			if i < spread.rows && spread.add(m.cand(i)[:m.tcnt[i]], n) && m.init == initAuto {
+				// The rows want the same few columns (as when x[i][j] =
+				// a[i] + b[j]): the sparse phase would not pay.
+				m.dropSparse(i + 1)
+			}
+		}
+	}
+	if m.lazy && priceScale(maxAbs, n) != 0 {
+		m.materialize()
 	}
 	m.scale(maxAbs)
 	return nil
 }
 
+// dropSparse gives up the sparse phase while loading, after the first rows
+// rows: the solve will use classicInit.
+func (m *Matcher) dropSparse(rows int) {
+	if m.lazy {
+		n := m.n
+		for i := 0; i < rows; i++ {
+			negate(m.cost[i*n:i*n+n], m.src[i*m.stride:i*m.stride+n])
+		}
+	}
+	m.lazy, m.prepped = false, false
+}
+
+// candSpread watches how many distinct columns the candidates of the
+// first rows rows cover.
+type candSpread struct {
+	rows, done, total, distinct int
+	seen                        []int32 // columns seen, by 1
+}
+
+// add records the candidates of the next row and, after the last watched
+// row, reports whether they cover less than a quarter of the distinct
+// columns that as many random candidates would.
+func (c *candSpread) add(cand []int32, n int) bool {
+	for _, j := range cand {
+		c.distinct += int(1 - c.seen[j])
+		c.seen[j] = 1
+	}
+	c.total += len(cand)
+	c.done++
+	if c.done < c.rows {
+		return false
+	}
+	expected := float64(n) * -math.Expm1(-float64(c.total)/float64(n))
+	return 4*float64(c.distinct) < expected
+}
+
+// materialize fills m.cost from m.src after a lazy load.
+func (m *Matcher) materialize() {
+	if !m.lazy {
+		return
+	}
+	n := m.n
+	for i := 0; i < n; i++ {
+		negate(m.cost[i*n:i*n+n], m.src[i*m.stride:i*m.stride+n])
+	}
+	m.lazy = false
+}
+
 // scale multiplies the finite costs by a power of two when their magnitude
 // risks overflow or underflow of the prices.
 func (m *Matcher) scale(maxAbs float64) {
-	if maxAbs == 0 {
-		return
-	}
-	limit := math.MaxFloat64 / float64(16*(m.n+1))
-	const tiny = 0x1p-900
-	var e int
-	switch {
-	case maxAbs > limit:
-		_, e1 := math.Frexp(maxAbs)
-		_, e2 := math.Frexp(limit)
-		e = e2 - e1 - 1
-	case maxAbs < tiny:
-		_, e1 := math.Frexp(maxAbs)
-		e = -e1
-	default:
+	e := priceScale(maxAbs, m.n)
+	if e == 0 {
 		return
 	}
 	for k, c := range m.cost {
 		m.cost[k] = math.Ldexp(c, e)
+	}
+	if m.prepped {
+		for i, t := range m.thr {
+			m.thr[i] = math.Ldexp(t, e)
+		}
 	}
 }
 
@@ -355,15 +533,48 @@ func (m *Matcher) run(fn string, dst perm.Perm) (perm.Perm, error) {
 	if n == 0 {
 		return dst, nil
 	}
-	if err := m.lapjv(fn); err != nil {
+	err := m.lapjv(fn)
+	m.src, m.lazy = nil, false
+	if err != nil {
 		return nil, err
 	}
 	copy(dst, m.rowsol)
 	return dst, nil
 }
 
-// lapjv runs the Jonker-Volgenant algorithm on m.cost.
+// lapjv runs the Jonker-Volgenant algorithm on m.cost: an initialisation
+// that leaves some rows free with feasible prices, then one shortest
+// augmenting path search per free row.
 func (m *Matcher) lapjv(fn string) error {
+	var nfree int
+	var err error
+	if m.prepped {
+		nfree, err = m.sparseInit(fn)
+		if err == nil && (nfree == noSparseInit || nfree > m.n/8) {
+			// The candidates were a poor guess: start again with the
+			// classic initialisation, which suits such problems better
+			// than augmenting this many rows one by one.
+			m.materialize()
+			nfree, err = m.classicInit(fn)
+		}
+	} else {
+		nfree, err = m.classicInit(fn)
+	}
+	if err != nil {
+		return err
+	}
+	for k := 0; k < nfree; k++ {
+		if err := m.augment(fn, m.free[k]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// classicInit is Jonker and Volgenant's initialisation: column reduction,
+// reduction transfer and two passes of augmenting row reduction. It
+// returns the number of rows left free (listed in m.free).
+func (m *Matcher) classicInit(fn string) (int, error) {
 	n := m.n
 	inf := math.Inf(1)
 	c, v := m.cost, m.v
@@ -383,7 +594,7 @@ func (m *Matcher) lapjv(fn string) error {
 	}
 	for j := n - 1; j >= 0; j-- {
 		if v[j] == inf {
-			return fmt.Errorf("relax: %s: %w: column %d has no allowed row", fn, ErrInfeasible, j)
+			return 0, fmt.Errorf("relax: %s: %w: column %d has no allowed row", fn, ErrInfeasible, j)
 		}
 		i := arg[j]
 		count[i]++
@@ -412,22 +623,11 @@ func (m *Matcher) lapjv(fn string) error {
 			}
 		}
 	}
-	if nfree == 0 {
-		return nil
-	}
-
 	// Augmenting row reduction, two passes.
 	for pass := 0; pass < 2 && nfree > 0; pass++ {
 		nfree = m.augmentingRowReduction(nfree)
 	}
-
-	// Shortest augmenting paths for the rows still free.
-	for k := 0; k < nfree; k++ {
-		if err := m.augment(fn, m.free[k]); err != nil {
-			return err
-		}
-	}
-	return nil
+	return nfree, nil
 }
 
 // augmentingRowReduction runs one pass of augmenting row reduction over
@@ -595,6 +795,31 @@ func negate(dst, src []float64) {
 	for j, x := range src {
 		dst[j] = -x
 	}
+}
+
+// maskNegate sets dst[j] = -src[j] where allowed[j] and +Inf elsewhere,
+// lists the allowed columns in cand (the list is garbage when there are
+// more than len(cand)), and returns their number and the bit pattern of
+// the largest |dst[j]| over them (at least that of +Inf if one is NaN or
+// infinite). It works on the bits, branch-free: the mask is random.
+func maskNegate(dst, src []float64, allowed []bool, cand *[sparseInitSlot]int32) (amax uint64, cnt int) {
+	const sign = 1 << 63
+	const inf = 0x7ff0000000000000
+	src = src[:len(dst)]
+	allowed = allowed[:len(dst)]
+	for j, x := range src {
+		var a uint64
+		if allowed[j] {
+			a = 1
+		}
+		keep := -a // all ones where allowed
+		u := math.Float64bits(x) ^ sign
+		dst[j] = math.Float64frombits(u&keep | inf&^keep)
+		amax = max(amax, u&^sign&keep)
+		cand[cnt&(sparseInitSlot-1)] = int32(j)
+		cnt += int(a)
+	}
+	return amax, cnt
 }
 
 // absMax returns the largest |c[j]| and whether all entries are finite.

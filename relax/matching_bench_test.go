@@ -72,3 +72,51 @@ func BenchmarkMatcher(b *testing.B) {
 		}
 	})
 }
+
+// BenchmarkMatcherInit compares the dense solver's two initialisations on
+// the benchmark matrices (the default is sparse from sparseInitMinN on).
+func BenchmarkMatcherInit(b *testing.B) {
+	for _, n := range benchSizes {
+		x := uniformMatrix(n, 1)
+		for _, mode := range []struct {
+			name string
+			init initMode
+		}{{"classic", initClassic}, {"sparse", initSparse}} {
+			b.Run(fmt.Sprintf("n=%d/%s", n, mode.name), func(b *testing.B) {
+				m := Matcher{init: mode.init}
+				dst := make(perm.Perm, n)
+				for b.Loop() {
+					if _, err := m.Solve(dst, x, nil); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		}
+	}
+}
+
+// BenchmarkMatcherInitHard runs the classic initialisation and the
+// default (sparse, declining problems it does not suit) at n = 1000 on
+// matrices where the sparse phase's candidates are a poor guess, to bound
+// what it costs when it does not help (kinds of hardMatchingInstance: 1
+// few distinct integers, 2 all equal, 3 rank one, 4 rows decreasing).
+func BenchmarkMatcherInitHard(b *testing.B) {
+	const n = 1000
+	for _, kind := range []int{1, 2, 3, 4} {
+		x, _, _ := hardMatchingInstance(rand.New(rand.NewPCG(5, uint64(kind))), n, kind)
+		for _, mode := range []struct {
+			name string
+			init initMode
+		}{{"classic", initClassic}, {"default", initAuto}} {
+			b.Run(fmt.Sprintf("kind=%d/%s", kind, mode.name), func(b *testing.B) {
+				m := Matcher{init: mode.init}
+				dst := make(perm.Perm, n)
+				for b.Loop() {
+					if _, err := m.Solve(dst, x, nil); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		}
+	}
+}
