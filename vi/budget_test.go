@@ -17,6 +17,9 @@ import (
 // early and skips further starts, and the result is still a checked
 // posterior that says so; a budget that is not reached changes nothing.
 func TestFitModelBudget(t *testing.T) {
+	if raceEnabled {
+		t.Skip("wall-clock budgets are not measurable under the race detector, which slows code 5-20 times")
+	}
 	m, err := matching.GenerateRegression(matching.RegressionConfig{N: 6, D: 1, S: 0.1, Seed: 1})
 	require.NoError(t, err)
 	ctx := context.Background()
@@ -86,6 +89,9 @@ func TestFitModelTrace(t *testing.T) {
 // budget, with the draws all made; without that reserve the draws alone
 // would take about as long as the budget.
 func TestFitModelBudgetReserve(t *testing.T) {
+	if raceEnabled {
+		t.Skip("wall-clock budgets are not measurable under the race detector, which slows code 5-20 times")
+	}
 	m, err := matching.GenerateRegression(matching.RegressionConfig{N: 30, D: 1, S: 0.1, Seed: 1})
 	require.NoError(t, err)
 	const budget = time.Second
@@ -138,6 +144,9 @@ func TestFitModelWindowRanking(t *testing.T) {
 // a check that alone would take about 2 s (40 searches at n = 40) ends
 // with the budget, and the report and the notes say how many it cut short.
 func TestFitModelBudgetCoversTheCheck(t *testing.T) {
+	if raceEnabled {
+		t.Skip("wall-clock budgets are not measurable under the race detector, which slows code 5-20 times")
+	}
 	m, err := matching.GenerateRegression(matching.RegressionConfig{N: 40, D: 2, S: 0.3, Seed: 1})
 	require.NoError(t, err)
 	const budget = 600 * time.Millisecond

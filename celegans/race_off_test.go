@@ -1,0 +1,5 @@
+//go:build !race
+
+package celegans
+
+const raceEnabled = false

@@ -1,0 +1,5 @@
+//go:build !race
+
+package vi_test
+
+const raceEnabled = false
