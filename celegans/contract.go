@@ -342,18 +342,15 @@ func (m *Model) MaximizeConditional(s *models.State, site string) error {
 	defer condScratchPool.Put(sc)
 	m.P.pooledCanonical(s.Perms[SiteP], sc.sxx, sc.syx)
 	g := m.gibbsW()
-	n := m.P.N()
-	col := make(map[[2]int]int, len(m.P.support))
-	for e, rc := range m.P.support {
-		col[rc] = e
-	}
-	for r := range n {
+	for r, xs := range m.wRowX {
+		// The row's posterior is over its support wRowCol[r], whose
+		// entries are W's coordinates wRowX[r], in the same order.
 		rp, err := g.Posterior(r, sc.sxx, sc.syx)
 		if err != nil {
 			return fmt.Errorf("celegans: Model.MaximizeConditional: %w", err)
 		}
-		for a, c := range rp.Support {
-			w[col[[2]int{r, c}]] = rp.Mean[a]
+		for a, x := range xs {
+			w[x] = rp.Mean[a]
 		}
 	}
 	return nil

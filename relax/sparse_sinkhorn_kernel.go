@@ -335,31 +335,27 @@ func (w *spsWork) forced(h int) bool {
 // rowStep sets a_i = 1/(K b)_i and reports whether every sum was within
 // the scaling bounds (if not, a holds garbage).
 func (w *spsWork) rowStep(a []float64) bool {
-	p, b := w.p, w.b
-	return w.run.all(p.n, func(lo, hi int) bool {
-		for i := lo; i < hi; i++ {
-			e0, e1 := p.rowPtr[i], p.rowPtr[i+1]
-			s := spsDot(w.kern[e0:e1], p.colIdx[e0:e1], b)
-			if !(s >= sinkScaleMin && s <= sinkScaleMax) {
-				return false
-			}
-			a[i] = 1 / s
-		}
-		return true
-	})
+	return w.scaleStep(a, w.p.rowPtr, w.p.colIdx, w.kern, w.b)
 }
 
 // colStep sets b_j = 1/(Kᵀa)_j, likewise.
 func (w *spsWork) colStep(b []float64) bool {
-	p, a := w.p, w.a
-	return w.run.all(p.n, func(lo, hi int) bool {
-		for j := lo; j < hi; j++ {
-			e0, e1 := p.colPtr[j], p.colPtr[j+1]
-			s := spsDot(w.kernT[e0:e1], p.rowIdx[e0:e1], a)
+	return w.scaleStep(b, w.p.colPtr, w.p.rowIdx, w.kernT, w.a)
+}
+
+// scaleStep sets dst_i = 1/Σ_e kern_e·src[idx_e] over the entries e of
+// line i (ptr[i] to ptr[i+1]) of the kernel stored by rows (K) or by
+// columns (Kᵀ), and reports whether every sum was within the scaling
+// bounds.
+func (w *spsWork) scaleStep(dst []float64, ptr []int, idx []int32, kern, src []float64) bool {
+	return w.run.all(w.p.n, func(lo, hi int) bool {
+		for i := lo; i < hi; i++ {
+			e0, e1 := ptr[i], ptr[i+1]
+			s := spsDot(kern[e0:e1], idx[e0:e1], src)
 			if !(s >= sinkScaleMin && s <= sinkScaleMax) {
 				return false
 			}
-			b[j] = 1 / s
+			dst[i] = 1 / s
 		}
 		return true
 	})
