@@ -32,6 +32,9 @@ type Sample struct {
 	k    int
 	hard bool
 	vals map[string]*ad.Var
+
+	sparse map[string]*ad.Var   // sparse-layout values (SetSparse)
+	parts  map[string][]*ad.Var // PermSparse's per-permutation views
 }
 
 // NewSample returns an empty sample of k draws of the sites in spec on t.
@@ -67,6 +70,8 @@ func (z *Sample) Set(name string, v *ad.Var) {
 		return
 	}
 	z.vals[name] = v
+	delete(z.sparse, name)
+	delete(z.parts, name)
 }
 
 func (z *Sample) shapeOf(s Site) []int {
@@ -83,6 +88,9 @@ func (z *Sample) shapeOf(s Site) []int {
 // unknown name, a real site or a missing value is recorded as an error on
 // the tape, and the returned Var is the tape's dead value, so that the
 // model's code needs no error checks and the engine reports the mistake.
+// A site set in the sparse layout (SetSparse) is scattered into a dense
+// value on the first call, O(K·B·N²); see PermSparse for a model that
+// should scale with the candidates instead.
 func (z *Sample) Perm(name string) *ad.Var { return z.get(name, true) }
 
 // Real returns the value of real site name, shape (K, Shape...), with the
@@ -103,7 +111,12 @@ func (z *Sample) get(name string, isPerm bool) *ad.Var {
 	}
 	v, ok := z.vals[name]
 	if !ok {
-		return z.fail(fmt.Errorf("models: site %q has no value in this sample", name))
+		sv, sparse := z.sparse[name]
+		if !sparse {
+			return z.fail(fmt.Errorf("models: site %q has no value in this sample", name))
+		}
+		v = z.densePerm(z.spec.permSpec(name), sv)
+		z.vals[name] = v
 	}
 	return v
 }

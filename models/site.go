@@ -4,8 +4,10 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"sync"
 
 	"github.com/permlab/permlab/perm"
+	"github.com/permlab/permlab/relax"
 )
 
 // Site is a latent variable of a model: a *PermSite or a *RealSite.
@@ -82,6 +84,11 @@ type PermSpec struct {
 	Free  [][]bool
 	// Full reports whether every Masks[b] allows every pair (no constraint).
 	Full bool
+
+	patOnce sync.Once // builds pats (see Patterns)
+	pats    []*relax.SparsePattern
+	patOff  []int // patOff[b]: start of permutation b in the sparse layout
+	patErr  error
 }
 
 // Spec is the validated site list of a model, the view that engines build

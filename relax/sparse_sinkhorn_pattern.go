@@ -300,6 +300,21 @@ func (p *SparsePattern) Prune() (*SparsePattern, []int) {
 	return q, keep
 }
 
+// Scores returns the assignment problem with the given scores (one per
+// entry, in entry order) on the pattern's candidates, for MatchingSparse
+// and SparseMatcher. The result shares the pattern's row pointers and
+// columns, which the caller must not modify, and values, which it does
+// not copy: the two sparse types are one structure, a SparsePattern the
+// validated and immutable form that the Sinkhorn operators precompute
+// from, a SparseScores the plain form of one problem. len(values) must be
+// NNZ.
+func (p *SparsePattern) Scores(values []float64) (*SparseScores, error) {
+	if len(values) != len(p.cols) {
+		return nil, fmt.Errorf("relax: SparsePattern.Scores: %d values for %d entries", len(values), len(p.cols))
+	}
+	return &SparseScores{N: p.n, RowPtr: p.rowPtr, Cols: p.cols, Vals: values}, nil
+}
+
 // Mask returns the pattern as a perm.Mask (O(N²) memory).
 func (p *SparsePattern) Mask() *perm.Mask {
 	m, _ := perm.NewMask(p.n)

@@ -345,3 +345,16 @@ func TestSparsePatternLarge(t *testing.T) {
 	assert.True(t, p.TotalSupport())
 	assert.Equal(t, 1, p.Blocks())
 }
+
+func TestSparsePatternScores(t *testing.T) {
+	p, err := SparsePatternFromRows([][]int{{0, 1}, {0, 1, 2}, {2}})
+	require.NoError(t, err)
+	vals := []float64{1, 5, 4, 0, 0, 3}
+	s, err := p.Scores(vals)
+	require.NoError(t, err)
+	q, err := MatchingSparse(*s)
+	require.NoError(t, err)
+	require.Equal(t, perm.Perm{1, 0, 2}, q) // 5 + 4 + 3
+	_, err = p.Scores(vals[:5])
+	require.ErrorContains(t, err, "5 values for 6 entries")
+}

@@ -283,14 +283,14 @@ func TestCheckSamples(t *testing.T) {
 		return s
 	}
 	normal := models.Normal{Sigma: 1}
-	assert.Equal(t, 3, checkSamples(spec(&models.RealSite{Name: "a", Prior: normal}), 8))
-	assert.Equal(t, 5, checkSamples(spec(&models.PermSite{Name: "P", N: 4}, &models.RealSite{Name: "b", Prior: normal}), 8))
-	assert.Equal(t, 7, checkSamples(spec(&models.PermSite{Name: "P", N: 5, Batch: 2}, &models.RealSite{Name: "b", Shape: []int{3, 2}, Prior: normal}), 8))
-	assert.Equal(t, 11, checkSamples(spec(&models.RealSite{Name: "a", Shape: []int{7}, Prior: normal}), 8))
+	assert.Equal(t, 3, checkSamples(spec(&models.RealSite{Name: "a", Prior: normal}), 8, nil))
+	assert.Equal(t, 5, checkSamples(spec(&models.PermSite{Name: "P", N: 4}, &models.RealSite{Name: "b", Prior: normal}), 8, nil))
+	assert.Equal(t, 7, checkSamples(spec(&models.PermSite{Name: "P", N: 5, Batch: 2}, &models.RealSite{Name: "b", Shape: []int{3, 2}, Prior: normal}), 8, nil))
+	assert.Equal(t, 11, checkSamples(spec(&models.RealSite{Name: "a", Shape: []int{7}, Prior: normal}), 8, nil))
 	// A site so large that K = 211 would cost far more than a step: the
 	// smallest prime above 2 that is no site dimension.
 	big := spec(&models.PermSite{Name: "P", N: 200, Batch: 3}, &models.RealSite{Name: "w", Shape: []int{5}, Prior: normal})
-	assert.Equal(t, 7, checkSamples(big, 8))
+	assert.Equal(t, 7, checkSamples(big, 8, nil))
 	assert.Equal(t, []int{3, 5, 7, 11, 13}, []int{nextPrime(2), nextPrime(3), nextPrime(5), nextPrime(8), nextPrime(12)})
 }
 

@@ -48,6 +48,44 @@ func (k GuideKind) String() string {
 	return fmt.Sprintf("GuideKind(%d)", int(k))
 }
 
+// PermLayout is how a Gumbel-Sinkhorn guide stores its site's
+// permutations: dense N×N logits per permutation, or only the entries the
+// masks allow.
+type PermLayout int
+
+const (
+	// LayoutAuto is sparse for a large, sparsely masked site (see
+	// ModelOptions.PermLayout) and dense otherwise.
+	LayoutAuto PermLayout = iota
+	// LayoutDense is the GumbelSinkhorn guide.
+	LayoutDense
+	// LayoutSparse is the SparseGumbelSinkhorn guide.
+	LayoutSparse
+)
+
+func (l PermLayout) String() string {
+	switch l {
+	case LayoutAuto:
+		return "auto"
+	case LayoutDense:
+		return "dense"
+	case LayoutSparse:
+		return "sparse"
+	}
+	return fmt.Sprintf("PermLayout(%d)", int(l))
+}
+
+// SparseDensity and SparseMinN are LayoutAuto's thresholds: a masked
+// permutation site is stored sparsely when its masks allow at most
+// SparseDensity of the B·N² entries and N >= SparseMinN. Below that size
+// the dense operators' vectorised passes cost little either way; above
+// it the sparse Sinkhorn's gathers beat them once most entries are
+// forbidden, and its memory grows with the allowed entries only.
+const (
+	SparseDensity = 0.25
+	SparseMinN    = 64
+)
+
 // ModelOptions configures FitModel. Zero values select the documented
 // defaults, which suit small models: vi.ModelOptions{Seed: 1} is a complete
 // configuration.
@@ -78,6 +116,15 @@ type ModelOptions struct {
 	Iters int
 	// NoKL drops the permutation sites' KL terms ("no regularization").
 	NoKL bool
+	// PermLayout chooses how the Gumbel-Sinkhorn guides store a
+	// permutation site: LayoutAuto (the default) uses the sparse layout
+	// (SparseGumbelSinkhorn, whose cost grows with the allowed entries)
+	// for a site of N >= SparseMinN whose masks allow at most
+	// SparseDensity of the entries, and the dense one (GumbelSinkhorn)
+	// otherwise. Both are the same family and give the same fit up to
+	// rounding; the model's LogLik sees the site in either layout (see
+	// models.Sample.PermSparse).
+	PermLayout PermLayout
 
 	// Rounding configures the rounding guides (GuideRounding).
 	Rounding RoundingOptions
@@ -509,7 +556,7 @@ func (a *modelAdapter) LogLik(t *ad.Tape, z Sample) *ad.Var {
 	k := first.Shape()[0]
 	s := models.NewSample(t, a.spec, k, false)
 	for _, name := range names {
-		s.Set(name, z[name])
+		setSite(s, a.spec, name, z[name])
 	}
 	if err := t.Err(); err != nil {
 		return nil
@@ -521,6 +568,19 @@ func (a *modelAdapter) LogLik(t *ad.Tape, z Sample) *ad.Var {
 		}
 	}
 	return ll
+}
+
+// setSite stores v as site name's value in s: a permutation site's value
+// of rank 2, (K, NNZ), in the sparse layout (SparseGumbelSinkhorn), any
+// other value as it is.
+func setSite(s *models.Sample, spec *models.Spec, name string, v *ad.Var) {
+	if site, ok := spec.Lookup(name); ok && v != nil && len(v.Shape()) == 2 {
+		if _, perm := site.(*models.PermSite); perm {
+			s.SetSparse(name, v)
+			return
+		}
+	}
+	s.Set(name, v)
 }
 
 // fitRun is one finished fit.

@@ -54,7 +54,7 @@ const checkSampleBudget = 1 << 20
 // checkLogLik runs the preflight check of m's LogLik described above and
 // returns an error naming what is wrong, or the model's own tape error.
 func (p *modelPlan) checkLogLik(m models.Model) error {
-	k := checkSamples(p.spec, p.o.K)
+	k := checkSamples(p.spec, p.o.K, p.sparse)
 	guides, err := p.newGuides(deriveSeed(p.o.Seed, seedCheck, 0))
 	if err != nil {
 		return err
@@ -71,7 +71,7 @@ func (p *modelPlan) checkLogLik(m models.Model) error {
 		}
 		draws[g.Name()] = v.Tensor()
 	}
-	c := &llCheck{m: m, spec: p.spec, t: t, draws: draws}
+	c := &llCheck{m: m, spec: p.spec, t: t, draws: draws, sparse: p.sparse}
 	j := k / 2
 
 	base, err := c.eval(k, j, "")
@@ -103,7 +103,7 @@ func (p *modelPlan) checkLogLik(m models.Model) error {
 		}
 		if len(others) > 0 {
 			return fmt.Errorf("vi: FitModel: LogLik mixes samples: changing sample %d of site %q (shape %s = %s) changed the log-likelihood of other samples (%v of K = %d); %s",
-				j, name, symbolicShape(site), formatShape(c.shape(site, k)), others, k, sampleAxisRule)
+				j, name, c.symbolicShape(site), formatShape(c.shape(site, k)), others, k, sampleAxisRule)
 		}
 	}
 
@@ -132,12 +132,17 @@ const sampleAxisRule = "a site's leading axis is the sample axis K, and sample k
 // data dimensions have. When that K exceeds the fit's K and would make the
 // sites' values exceed checkSampleBudget, it is instead the smallest prime
 // above 2 that is no site's dimension.
-func checkSamples(spec *models.Spec, fitK int) int {
+func checkSamples(spec *models.Spec, fitK int, sparse map[string]bool) int {
 	dims := map[int]bool{}
 	size := 0
 	for _, ps := range spec.Perms {
 		dims[ps.B()], dims[ps.N] = true, true
-		size += ps.B() * ps.N * ps.N
+		if sparse[ps.Name] {
+			dims[ps.NNZ()] = true
+			size += ps.NNZ()
+		} else {
+			size += ps.B() * ps.N * ps.N
+		}
 	}
 	for _, rs := range spec.Reals {
 		for _, d := range rs.Shape {
@@ -186,7 +191,8 @@ type llCheck struct {
 	m     models.Model
 	spec  *models.Spec
 	t     *ad.Tape
-	draws map[string]*ad.Tensor // K+1 samples of every site, by name
+	draws  map[string]*ad.Tensor // K+1 samples of every site, by name
+	sparse map[string]bool       // permutation sites in the sparse layout
 }
 
 // eval records LogLik on c.t for k samples of the draws and returns its
@@ -210,7 +216,7 @@ func (c *llCheck) eval(k, j int, swap string) (*ad.Var, error) {
 				copy(data[j*row:(j+1)*row], d.Data[k*row:(k+1)*row])
 			}
 		}
-		z.Set(name, t.Const(&ad.Tensor{Shape: c.shape(site, k), Data: data}))
+		setSite(z, c.spec, name, t.Const(&ad.Tensor{Shape: c.shape(site, k), Data: data}))
 	}
 	if err := t.Err(); err != nil {
 		return nil, fmt.Errorf("vi: internal error: check sample: %w", err)
@@ -226,11 +232,23 @@ func (c *llCheck) eval(k, j int, swap string) (*ad.Var, error) {
 func (c *llCheck) shape(site models.Site, k int) []int {
 	switch s := site.(type) {
 	case *models.PermSite:
+		if c.sparse[s.Name] {
+			return []int{k, c.spec.Perms[slices.IndexFunc(c.spec.Perms, func(ps *models.PermSpec) bool { return ps.Name == s.Name })].NNZ()}
+		}
 		return []int{k, s.B(), s.N, s.N}
 	case *models.RealSite:
 		return append([]int{k}, s.Shape...)
 	}
 	return nil
+}
+
+// symbolicShape returns the shape of site in a Sample with the sample axis
+// written K, such as (K, 1, 4, 4), (K) or, in the sparse layout, (K, NNZ).
+func (c *llCheck) symbolicShape(site models.Site) string {
+	if c.sparse[site.SiteName()] {
+		return "(K, NNZ) (sparse layout)"
+	}
+	return symbolicShape(site)
 }
 
 // symbolicShape returns the shape of site in a Sample with the sample axis
@@ -254,7 +272,7 @@ func symbolicShape(site models.Site) string {
 func (c *llCheck) sampleAxisHint(k int) string {
 	parts := make([]string, len(c.spec.Sites))
 	for i, site := range c.spec.Sites {
-		parts[i] = fmt.Sprintf("site %q has shape %s = %s", site.SiteName(), symbolicShape(site), formatShape(c.shape(site, k)))
+		parts[i] = fmt.Sprintf("site %q has shape %s = %s", site.SiteName(), c.symbolicShape(site), formatShape(c.shape(site, k)))
 	}
 	return "in a Sample " + strings.Join(parts, ", ") + "; " + sampleAxisRule
 }

@@ -24,6 +24,7 @@ type modelPlan struct {
 	spec     *models.Spec
 	o        ModelOptions
 	kinds    map[string]GuideKind
+	sparse   map[string]bool // GS sites stored in the sparse layout
 	tau      map[string]optim.Schedule // GS guides' temperatures
 	notes    []string
 	warnings []string
@@ -43,7 +44,7 @@ func newModelPlan(spec *models.Spec, o ModelOptions) (*modelPlan, error) {
 	if err := spec.CheckNames("vi: FitModel: Guides", sortedNames(o.Guides)); err != nil {
 		return nil, err
 	}
-	p := &modelPlan{spec: spec, o: o, kinds: map[string]GuideKind{}, tau: map[string]optim.Schedule{}}
+	p := &modelPlan{spec: spec, o: o, kinds: map[string]GuideKind{}, sparse: map[string]bool{}, tau: map[string]optim.Schedule{}}
 	if err := p.checkInit(); err != nil {
 		return nil, err
 	}
@@ -53,6 +54,9 @@ func newModelPlan(spec *models.Spec, o ModelOptions) (*modelPlan, error) {
 		case GuideAuto, GuideGumbelSinkhorn:
 			kind = GuideGumbelSinkhorn
 			if err := p.planGS(ps); err != nil {
+				return nil, err
+			}
+			if err := p.planLayout(ps); err != nil {
 				return nil, err
 			}
 		case GuideRounding:
@@ -162,6 +166,30 @@ func (p *modelPlan) planGS(ps *models.PermSpec) error {
 	return nil
 }
 
+// planLayout decides whether the Gumbel-Sinkhorn guide of ps stores its
+// permutations sparsely (see ModelOptions.PermLayout).
+func (p *modelPlan) planLayout(ps *models.PermSpec) error {
+	switch p.o.PermLayout {
+	case LayoutAuto:
+		if ps.Full || ps.N < SparseMinN || ps.Density() > SparseDensity {
+			return nil
+		}
+	case LayoutDense:
+		return nil
+	case LayoutSparse:
+	default:
+		return fmt.Errorf("vi: FitModel: unknown PermLayout %v", p.o.PermLayout)
+	}
+	if _, err := ps.Patterns(); err != nil {
+		return fmt.Errorf("vi: FitModel: %w", err)
+	}
+	p.sparse[ps.Name] = true
+	p.notes = append(p.notes, fmt.Sprintf(
+		"site %q: sparse layout, %d allowed entries of %d (%.1f%%): the guide's logits, noise and Sinkhorn iterations run over them only",
+		ps.Name, ps.NNZ(), ps.B()*ps.N*ps.N, 100*ps.Density()))
+	return nil
+}
+
 // newGuides builds the guides of one fit, in site order, with parameters
 // drawn from seed and then moved to Init's values for the sites it names
 // (the draws are made either way, so that the other sites start where they
@@ -192,6 +220,16 @@ func (p *modelPlan) newGuides(seed uint64) ([]Guide, error) {
 			ps := p.permSpec(s.Name)
 			switch p.kinds[s.Name] {
 			case GuideGumbelSinkhorn:
+				if p.sparse[s.Name] {
+					g, err := p.newSparseGS(ps)
+					if err != nil {
+						return nil, err
+					}
+					fillNormal(g.X.Value.Data, scale, rng)
+					p.initSparseLogits(g, ps)
+					guides = append(guides, g)
+					continue
+				}
 				g, err := p.newGS(ps)
 				if err != nil {
 					return nil, err
@@ -262,6 +300,60 @@ func (p *modelPlan) newGS(ps *models.PermSpec) (*GumbelSinkhorn, error) {
 	g.PriorLogits = x0
 	g.NoKL = o.NoKL
 	return g, nil
+}
+
+// newSparseGS is newGS in the sparse layout.
+func (p *modelPlan) newSparseGS(ps *models.PermSpec) (*SparseGumbelSinkhorn, error) {
+	o := p.o
+	pats, err := ps.Patterns()
+	if err != nil {
+		return nil, fmt.Errorf("vi: FitModel: %w", err)
+	}
+	tp := 0.0 // follow τ
+	var x0 []float64
+	switch prior := ps.Prior.(type) {
+	case nil, models.UniformPerm:
+		tp = o.TauPrior
+	case models.GumbelSinkhornPrior:
+		tp = prior.Tau
+		if prior.Logits != nil {
+			for _, pat := range pats {
+				v, err := pat.Values(prior.Logits)
+				if err != nil {
+					return nil, fmt.Errorf("vi: FitModel: site %q: prior logits: %w", ps.Name, err)
+				}
+				x0 = append(x0, v...)
+			}
+		}
+	}
+	g, err := NewSparseGumbelSinkhorn(ps.Name, pats, p.tau[ps.Name], tp, o.Iters)
+	if err != nil {
+		return nil, fmt.Errorf("vi: FitModel: site %q: %w", ps.Name, err)
+	}
+	g.PriorLogits = x0
+	g.NoKL = o.NoKL
+	return g, nil
+}
+
+// initSparseLogits is initLogits for a sparse guide: the given column of
+// each row leads the row's largest allowed logit by initMargin(N).
+func (p *modelPlan) initSparseLogits(g *SparseGumbelSinkhorn, ps *models.PermSpec) {
+	if p.o.Init == nil {
+		return
+	}
+	c := initMargin(ps.N)
+	for b, q := range p.o.Init.Perms[ps.Name] {
+		pat := g.pats[b]
+		x := g.X.Value.Data[g.off[b]:g.off[b+1]]
+		rowPtr := pat.RowPtr()
+		for i, j := range q {
+			top := math.Inf(-1)
+			for e := rowPtr[i]; e < rowPtr[i+1]; e++ {
+				top = math.Max(top, x[e])
+			}
+			x[pat.Index(i, j)] = top + c
+		}
+	}
 }
 
 func fillNormal(x []float64, scale float64, rng *rand.Rand) {

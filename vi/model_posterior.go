@@ -31,6 +31,12 @@ func (p *modelPlan) posteriorN(guides []Guide, d int) (*models.Posterior, error)
 		case *GumbelSinkhorn:
 			families = appendOnce(families, "Gumbel-Sinkhorn")
 			post.Perms[g.Site], err = p.gsPosterior(g, d, rng)
+		case *SparseGumbelSinkhorn:
+			families = appendOnce(families, "Gumbel-Sinkhorn")
+			var draws [][]perm.Perm
+			if draws, err = g.draws(d, rng); err == nil {
+				post.Perms[g.Site], err = models.PermPosteriorFromDraws(draws, p.permSpec(g.Site).Masks)
+			}
 		case *Rounding:
 			families = appendOnce(families, "rounding")
 			post.Perms[g.Site], err = p.roundingPosterior(g, d, rng)
@@ -184,6 +190,12 @@ func (p *modelPlan) current(guides []Guide) (*models.State, error) {
 				perms[b] = q
 			}
 			st.Perms[g.Site] = perms
+		case *SparseGumbelSinkhorn:
+			mode, err := g.Mode()
+			if err != nil {
+				return nil, err
+			}
+			st.Perms[g.Site] = mode
 		case *Rounding:
 			ps := p.permSpec(g.Site)
 			means, err := g.Mean()
