@@ -50,7 +50,7 @@ type funcModel struct {
 	ll    func(t *ad.Tape, z *Sample) *ad.Var
 }
 
-func (m *funcModel) Sites() []Site                         { return m.sites }
+func (m *funcModel) Sites() []Site                        { return m.sites }
 func (m *funcModel) LogLik(t *ad.Tape, z *Sample) *ad.Var { return m.ll(t, z) }
 
 func TestPermSpecPatterns(t *testing.T) {

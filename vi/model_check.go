@@ -188,9 +188,9 @@ func agree(a, b, tol float64) bool {
 
 // llCheck evaluates a model's LogLik on samples of fixed draws.
 type llCheck struct {
-	m     models.Model
-	spec  *models.Spec
-	t     *ad.Tape
+	m      models.Model
+	spec   *models.Spec
+	t      *ad.Tape
 	draws  map[string]*ad.Tensor // K+1 samples of every site, by name
 	sparse map[string]bool       // permutation sites in the sparse layout
 }

@@ -24,7 +24,7 @@ type modelPlan struct {
 	spec     *models.Spec
 	o        ModelOptions
 	kinds    map[string]GuideKind
-	sparse   map[string]bool // GS sites stored in the sparse layout
+	sparse   map[string]bool           // GS sites stored in the sparse layout
 	tau      map[string]optim.Schedule // GS guides' temperatures
 	notes    []string
 	warnings []string
