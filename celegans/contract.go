@@ -60,6 +60,9 @@ func (m *Model) wPrior() models.Normal { return models.Normal{Mu: 0, Sigma: m.Si
 // LogLik implements models.Model: log p(Y | P, W) summed over the worms, for
 // each of the K samples, by the fused sufficient-statistics op (see Model).
 func (m *Model) LogLik(t *ad.Tape, z *models.Sample) *ad.Var {
+	if m.data {
+		return m.logLikData(t, z)
+	}
 	return m.logLik(t, z.Perm(SiteP), z.Real(SiteW))
 }
 
@@ -196,6 +199,9 @@ type fastState struct {
 const maxCached = 64
 
 func (m *Model) fast(s *models.State) (*fastState, error) {
+	if m.data {
+		return nil, errDataForm
+	}
 	ps, w := s.Perms[SiteP], s.Reals[SiteW]
 	if len(ps) != m.P.Worms() || len(w) != len(m.P.support) {
 		return nil, fmt.Errorf("celegans: Model: state has %d permutations and %d W entries, want %d and %d", len(ps), len(w), m.P.Worms(), len(m.P.support))
@@ -276,7 +282,13 @@ func (m *Model) PrepareSwap(s *models.State, site string, b int) (func(p perm.Pe
 }
 
 // ConjugateSites implements models.Conjugate: W has a Gaussian conditional.
-func (m *Model) ConjugateSites() []string { return []string{SiteW} }
+// In the data form there is none: the conditional needs the moments.
+func (m *Model) ConjugateSites() []string {
+	if m.data {
+		return nil
+	}
+	return []string{SiteW}
+}
 
 // SampleConditional implements models.Conjugate: it overwrites W in s with
 // an exact draw from p(W | P, Y), row by row of the canonical W from the
@@ -284,6 +296,9 @@ func (m *Model) ConjugateSites() []string { return []string{SiteW} }
 func (m *Model) SampleConditional(rng *rand.Rand, s *models.State, site string) error {
 	if site != SiteW {
 		return fmt.Errorf("celegans: Model.SampleConditional: no conditional for site %q", site)
+	}
+	if m.data {
+		return errDataForm
 	}
 	w := s.Reals[SiteW]
 	if len(s.Perms[SiteP]) != m.P.Worms() || len(w) != len(m.P.support) {
@@ -334,6 +349,9 @@ func (m *Model) MaximizeConditional(s *models.State, site string) error {
 	if site != SiteW {
 		return fmt.Errorf("celegans: Model.MaximizeConditional: no conditional for site %q", site)
 	}
+	if m.data {
+		return errDataForm
+	}
 	w := s.Reals[SiteW]
 	if len(s.Perms[SiteP]) != m.P.Worms() || len(w) != len(m.P.support) {
 		return errors.New("celegans: Model.MaximizeConditional: state does not match the model")
@@ -380,6 +398,9 @@ func (m Collapsed) CollapsedLogLik(s *models.State) (float64, error) {
 	ps := s.Perms[SiteP]
 	if len(ps) != m.P.Worms() {
 		return 0, errors.New("celegans: Model.CollapsedLogLik: state does not match the model")
+	}
+	if m.data {
+		return 0, errDataForm
 	}
 	n := m.P.N()
 	eta2 := m.P.NoiseVar

@@ -468,12 +468,19 @@ func (s Settings) of(m Method) any {
 	v := variational{c, s.Steps, s.K, s.Iters, s.LR, s.SigmaW}
 	switch m {
 	case GumbelSinkhorn, GumbelSinkhornNoReg:
+		// Layout names how the guide is stored: "auto" (vi.FitModel's
+		// choice, sparse for sparse masks) or "dense".
+		layout := "auto"
+		if s.DenseLayout {
+			layout = "dense"
+		}
 		return struct {
 			variational
 			Tau, TauPrior float64
 			Draws         int
 			PlateauWindow int
-		}{v, s.Tau, s.TauPrior, s.Draws, s.PlateauWindow}
+			Layout        string
+		}{v, s.Tau, s.TauPrior, s.Draws, s.PlateauWindow, layout}
 	case Rounding:
 		return struct {
 			variational

@@ -169,7 +169,7 @@ func (f *fakeSolver) solve(ctx context.Context, p *Problem, m Method, s Settings
 	return &Outcome{
 		Method: m, Perms: p.Truth, Accuracy: a, AccuracyUnknown: a / 2,
 		Elapsed: 1500 * time.Millisecond, Iterations: 7, Fits: fits,
-		Trace: []TracePoint{{time.Second, a / 3, a / 6}, {2 * time.Second, a, a / 2}},
+		Trace: []TracePoint{{Elapsed: time.Second, Step: 3, Accuracy: a / 3, AccuracyUnknown: a / 6}, {Elapsed: 2 * time.Second, Step: 7, Accuracy: a, AccuracyUnknown: a / 2}},
 	}, nil
 }
 

@@ -60,6 +60,11 @@ type Settings struct {
 	// Draws is the number of hard draws of the fitted q(P_j) whose
 	// assignment frequencies give the estimate (their masked matching).
 	Draws int
+	// DenseLayout stores the Gumbel-Sinkhorn guides densely
+	// (vi.LayoutDense). By default vi.FitModel chooses, and stores the
+	// guide of a worm whose candidate mask allows few entries sparsely:
+	// the same method, with a cost that grows with the candidates.
+	DenseLayout bool
 
 	// PlateauWindow, if > 0, restarts the Gumbel-Sinkhorn methods: once the
 	// mean ELBO over a window of this many steps no longer beats the window
@@ -130,9 +135,12 @@ func (s Settings) validate() error {
 	return nil
 }
 
-// TracePoint is the accuracy reached after Elapsed.
+// TracePoint is the accuracy reached after Elapsed, at Step (VI steps of
+// the running fit, or MCMC sweeps of the first chain; the final estimate
+// repeats the last step).
 type TracePoint struct {
 	Elapsed         time.Duration
+	Step            int
 	Accuracy        float64
 	AccuracyUnknown float64
 }
@@ -342,10 +350,10 @@ type tracer struct {
 	pts   []TracePoint
 }
 
-func (tr *tracer) add(perms []perm.Perm) {
+func (tr *tracer) add(perms []perm.Perm, step int) {
 	all, unk, err := tr.p.Accuracy(perms)
 	if err == nil {
-		tr.pts = append(tr.pts, TracePoint{Elapsed: time.Since(tr.start), Accuracy: all, AccuracyUnknown: unk})
+		tr.pts = append(tr.pts, TracePoint{Elapsed: time.Since(tr.start), Step: step, Accuracy: all, AccuracyUnknown: unk})
 	}
 }
 
@@ -365,7 +373,7 @@ func solveVI(ctx context.Context, p *Problem, m Method, s Settings, seed uint64,
 	if s.TraceEvery > 0 && p.Truth != nil {
 		tr = &tracer{p: p, every: s.TraceEvery, start: c.start}
 		o.TraceEvery = s.TraceEvery
-		o.Trace = func(tp vi.TracePoint) { tr.add(tp.State.Perms[SiteP]) }
+		o.Trace = func(tp vi.TracePoint) { tr.add(tp.State.Perms[SiteP], tp.Step) }
 	}
 	res, err := vi.FitModel(ctx, model, o)
 	if err != nil {
@@ -377,7 +385,11 @@ func solveVI(ctx context.Context, p *Problem, m Method, s Settings, seed uint64,
 	perms := res.Posterior.Perms[SiteP].Mode
 	out := &Outcome{Perms: perms, Iterations: res.Steps, Fits: res.Starts, RHat: math.NaN(), ESS: math.NaN()}
 	if tr != nil {
-		tr.add(perms)
+		last := 0
+		if len(tr.pts) > 0 {
+			last = tr.pts[len(tr.pts)-1].Step
+		}
+		tr.add(perms, last)
 		out.Trace = tr.pts
 	}
 	return out, nil
@@ -403,6 +415,9 @@ func viOptions(m Method, s Settings, seed uint64) vi.ModelOptions {
 	default:
 		o.Tau, o.TauPrior = optim.Constant(s.Tau), s.TauPrior
 		o.NoKL = m == GumbelSinkhornNoReg
+		if s.DenseLayout {
+			o.PermLayout = vi.LayoutDense
+		}
 		if s.PlateauWindow > 0 {
 			o.Restart = vi.Restart{Window: s.PlateauWindow, Z: plateauZ}
 		}

@@ -69,7 +69,7 @@ func solveMCMC(ctx context.Context, p *Problem, s Settings, seed uint64, c clock
 		o.TraceEvery = s.TraceEvery
 		o.Trace = func(tp mcmc.TracePoint) {
 			if tp.Chain == 0 {
-				tr.add(tp.State.Perms[SiteP])
+				tr.add(tp.State.Perms[SiteP], tp.Sweep)
 			}
 		}
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/permlab/permlab/internal/f64"
 	"github.com/permlab/permlab/models"
 	"github.com/permlab/permlab/perm"
+	"github.com/permlab/permlab/relax"
 )
 
 // Problem is what an inference method sees: the connectome (which fixes the
@@ -54,6 +55,9 @@ func NewProblem(c *Connectome, stats []*Stats, masks []*perm.Mask, known [][]int
 	for j, s := range stats {
 		if s == nil || s.N != n {
 			return nil, fmt.Errorf("celegans: NewProblem: worm %d has statistics for %v neurons, connectome has %d", j, statsN(s), n)
+		}
+		if s.DataForm() != stats[0].DataForm() {
+			return nil, fmt.Errorf("celegans: NewProblem: worm %d's statistics are in another form than worm 0's (the data form of NewDataStats and the moments of NewStats do not mix)", j)
 		}
 		m := masks[j]
 		if m == nil || m.Size() != n {
@@ -249,13 +253,20 @@ type Model struct {
 
 	cacheMu sync.Mutex
 	cache   map[*models.State]*fastState // the fast paths' dense W per state
+
+	data    bool       // the statistics are in the data form (see logLikData)
+	dataMu  sync.Mutex // guards dataIdx
+	dataIdx map[*relax.SparsePattern]*patternIndex
 }
 
 // NewModel returns the model of p.
 func NewModel(p *Problem) *Model {
-	m := &Model{P: p, SigmaW: DefaultSettings().SigmaW}
+	m := &Model{P: p, SigmaW: DefaultSettings().SigmaW, data: p.Stats[0].DataForm()}
 	n := p.N()
 	for _, s := range p.Stats {
+		if m.data {
+			break
+		}
 		full := mat.NewDense(n, n, nil)
 		full.Copy(s.Sxx)
 		m.sxx = append(m.sxx, f64.Pack(full.RawMatrix().Data, n, n))

@@ -64,15 +64,21 @@ func (w *Worm) Stats() (*Stats, error) { return NewStats(w.Y) }
 // linear dynamical system.
 type Simulation struct {
 	Connectome *Connectome
-	// W is the shared N x N weight matrix in canonical order.
-	W *mat.Dense
+	// W is the shared N x N weight matrix in canonical order: a
+	// *mat.Dense, or a *SparseWeights above DenseWeightsMaxN neurons.
+	W mat.Matrix
 	// NoiseVar is eta^2.
 	NoiseVar float64
 	Worms    []*Worm
 }
 
-// Simulate draws W with SampleWeights(c, cfg.RadiusFactor, seed) and then
-// simulates the worms with SimulateWith.
+// DenseWeightsMaxN is the largest connectome for which Simulate draws W
+// densely (SampleWeights, an O(N³) SVD); above it, SampleSparseWeights.
+const DenseWeightsMaxN = 1000
+
+// Simulate draws W with SampleWeights(c, cfg.RadiusFactor, seed) (or, for
+// more than DenseWeightsMaxN neurons, SampleSparseWeights, the same draws
+// in the sparse form) and then simulates the worms with SimulateWith.
 func Simulate(c *Connectome, cfg SimConfig, seed uint64) (*Simulation, error) {
 	if c == nil {
 		return nil, fmt.Errorf("celegans: Simulate: nil connectome")
@@ -81,7 +87,13 @@ func Simulate(c *Connectome, cfg SimConfig, seed uint64) (*Simulation, error) {
 	if factor == 0 {
 		factor = DefaultRadiusFactor
 	}
-	w, err := SampleWeights(c, factor, seed)
+	var w mat.Matrix
+	var err error
+	if c.N() > DenseWeightsMaxN {
+		w, err = SampleSparseWeights(c, factor, seed)
+	} else {
+		w, err = SampleWeights(c, factor, seed)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("celegans: Simulate: %w", err)
 	}
@@ -154,15 +166,30 @@ func SimulateWith(c *Connectome, w mat.Matrix, cfg SimConfig, seed uint64) (*Sim
 	if err != nil {
 		return nil, fmt.Errorf("celegans: SimulateWith: %w", err)
 	}
-	wd := mat.DenseCopyOf(w)
-	for i := 0; i < n; i++ {
-		for j := 0; j < n; j++ {
-			if v := wd.At(i, j); !finite(v) {
-				return nil, fmt.Errorf("celegans: SimulateWith: W[%d][%d] = %v is not finite", i, j, v)
+	// mulVec sets dst = W x.
+	var mulVec func(dst, x *mat.VecDense)
+	var keep mat.Matrix
+	if sw, ok := w.(*SparseWeights); ok {
+		for e, v := range sw.vals {
+			if !finite(v) {
+				return nil, fmt.Errorf("celegans: SimulateWith: W entry %d = %v is not finite", e, v)
 			}
 		}
+		mulVec = func(dst, x *mat.VecDense) { sw.mulVec(dst.RawVector().Data, x.RawVector().Data) }
+		keep = sw
+	} else {
+		wd := mat.DenseCopyOf(w)
+		for i := 0; i < n; i++ {
+			for j := 0; j < n; j++ {
+				if v := wd.At(i, j); !finite(v) {
+					return nil, fmt.Errorf("celegans: SimulateWith: W[%d][%d] = %v is not finite", i, j, v)
+				}
+			}
+		}
+		mulVec = func(dst, x *mat.VecDense) { dst.MulVec(wd, x) }
+		keep = wd
 	}
-	sim := &Simulation{Connectome: c, W: wd, NoiseVar: eta2, Worms: make([]*Worm, worms)}
+	sim := &Simulation{Connectome: c, W: keep, NoiseVar: eta2, Worms: make([]*Worm, worms)}
 	sd := math.Sqrt(eta2)
 	for j := range sim.Worms {
 		rng := rand.New(rand.NewPCG(seed, streamWorm+uint64(j)))
@@ -174,7 +201,7 @@ func SimulateWith(c *Connectome, w mat.Matrix, cfg SimConfig, seed uint64) (*Sim
 		cur := mat.NewVecDense(n, nil)
 		for step := 0; step < t; step++ {
 			if step > 0 {
-				cur.MulVec(wd, prev)
+				mulVec(cur, prev)
 			}
 			x := cur.RawVector().Data
 			for i := range x {

@@ -19,12 +19,57 @@ import (
 //
 // and Count = T - 1 transitions. The neuron order is that of the data
 // (observed order for a recording); see Canonical for reordering.
+//
+// The moments are N × N, so for N much above T they outgrow the recording
+// itself, and the likelihood computed from them costs O(N³). NewDataStats
+// keeps the recording instead (the data form): Prev and Next, N × Count
+// and neuron-major, with Prev[m][t] = y_t[m] and Next[m][t] = y_{t+1}[m],
+// and the moments nil. The model then evaluates ‖Next − A Prev‖² with
+// sparse products, in time that grows with N·T·(candidates + degree)
+// instead of N³ (see Model). The fast paths of MCMC and of the check of
+// the answer need the moments, and return an error in the data form.
 type Stats struct {
 	N     int
 	Count int
 	Sxx   *mat.SymDense
 	Syx   *mat.Dense
 	Syy   *mat.SymDense
+
+	Prev, Next *mat.Dense // the data form (NewDataStats); nil otherwise
+}
+
+// DataForm reports whether s holds the recording (NewDataStats) rather
+// than the moments.
+func (s *Stats) DataForm() bool { return s.Prev != nil }
+
+// NewDataStats returns the data form of the statistics of y, a T × N matrix
+// whose row t is y_t (see Stats): the recording, neuron-major, without the
+// N × N moments. T must be at least 2 and every entry finite.
+func NewDataStats(y mat.Matrix) (*Stats, error) {
+	if y == nil {
+		return nil, fmt.Errorf("celegans: NewDataStats: nil data")
+	}
+	t, n := y.Dims()
+	if t < 2 || n < 1 {
+		return nil, fmt.Errorf("celegans: NewDataStats: need at least 2 time steps and 1 neuron, got %d x %d", t, n)
+	}
+	s := &Stats{N: n, Count: t - 1, Prev: mat.NewDense(n, t-1, nil), Next: mat.NewDense(n, t-1, nil)}
+	prev, next := s.Prev.RawMatrix().Data, s.Next.RawMatrix().Data
+	for i := 0; i < t; i++ {
+		for m := 0; m < n; m++ {
+			v := y.At(i, m)
+			if !finite(v) {
+				return nil, fmt.Errorf("celegans: NewDataStats: y[%d][%d] = %v is not finite", i, m, v)
+			}
+			if i < t-1 {
+				prev[m*(t-1)+i] = v
+			}
+			if i > 0 {
+				next[m*(t-1)+i-1] = v
+			}
+		}
+	}
+	return s, nil
 }
 
 // NewStats returns the statistics of y, a T x N matrix whose row t is y_t.
@@ -73,6 +118,14 @@ func (s *Stats) LogLik(a mat.Matrix, noiseVar float64) (float64, error) {
 		return 0, fmt.Errorf("celegans: Stats.LogLik: noise variance must be finite and > 0, got %v", noiseVar)
 	}
 	n := s.N
+	if s.DataForm() {
+		// ‖Next − A Prev‖², O(N²·T).
+		var r mat.Dense
+		r.Mul(a, s.Prev)
+		r.Sub(s.Next, &r)
+		ss := mat.Norm(&r, 2)
+		return -ss*ss/(2*noiseVar) - float64(s.Count*n)/2*math.Log(2*math.Pi*noiseVar), nil
+	}
 	var as mat.Dense
 	as.Mul(a, s.Sxx)
 	trYY, cross, quad := 0.0, 0.0, 0.0
@@ -104,6 +157,14 @@ func (s *Stats) Canonical(p perm.Perm) (*Stats, error) {
 		return nil, fmt.Errorf("celegans: Stats.Canonical: %w", err)
 	}
 	n := s.N
+	if s.DataForm() {
+		out := &Stats{N: n, Count: s.Count, Prev: mat.NewDense(n, s.Count, nil), Next: mat.NewDense(n, s.Count, nil)}
+		for m, c := range p {
+			out.Prev.SetRow(c, s.Prev.RawRowView(m))
+			out.Next.SetRow(c, s.Next.RawRowView(m))
+		}
+		return out, nil
+	}
 	out := &Stats{
 		N: n, Count: s.Count,
 		Sxx: mat.NewSymDense(n, nil),
@@ -137,6 +198,9 @@ func SumStats(stats ...*Stats) (*Stats, error) {
 		}
 		if s.N != n {
 			return nil, fmt.Errorf("celegans: SumStats: statistics %d have %d neurons, want %d", k, s.N, n)
+		}
+		if s.DataForm() {
+			return nil, fmt.Errorf("celegans: SumStats: statistics %d are in the data form; pooling needs the moments (NewStats)", k)
 		}
 		out.Count += s.Count
 		out.Sxx.AddSym(out.Sxx, s.Sxx)
