@@ -91,14 +91,24 @@ func PermPosteriorFromDraws(draws [][]perm.Perm, masks []*perm.Mask) (*PermPoste
 }
 
 // SetMode recomputes Mode as the matching of the marginals, restricted to
-// masks (nil, one shared mask or one per permutation).
+// masks (nil, one shared mask or one per permutation). A mask of N >= 64
+// that allows at most a quarter of the entries is solved on its candidates
+// alone (relax.MatchingSparse), in time that grows with them rather than
+// with N²; optimal matchings that tie may then differ from the dense
+// solver's.
 func (pp *PermPosterior) SetMode(masks []*perm.Mask) error {
 	pp.Mode = make([]perm.Perm, len(pp.Marginals))
 	for k, m := range pp.Marginals {
 		var err error
-		if len(masks) == 0 {
+		switch {
+		case len(masks) == 0:
 			pp.Mode[k], err = relax.Matching(m)
-		} else {
+		case sparseMask(masks[min(k, len(masks)-1)]):
+			var sc relax.SparseScores
+			if sc, err = relax.NewSparseScores(m, masks[min(k, len(masks)-1)]); err == nil {
+				pp.Mode[k], err = relax.MatchingSparse(sc)
+			}
+		default:
 			pp.Mode[k], err = relax.MatchingMasked(m, masks[min(k, len(masks)-1)])
 		}
 		if err != nil {
@@ -106,6 +116,13 @@ func (pp *PermPosterior) SetMode(masks []*perm.Mask) error {
 		}
 	}
 	return nil
+}
+
+// sparseMask reports whether m is large and sparse enough for the sparse
+// assignment solver: N >= 64 and at most a quarter of the entries allowed.
+func sparseMask(m *perm.Mask) bool {
+	n := m.Size()
+	return n >= 64 && m.Count() <= n*n/4
 }
 
 // MaxRowTV returns the largest total-variation distance between the row

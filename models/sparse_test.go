@@ -9,6 +9,7 @@ import (
 
 	"github.com/permlab/permlab/ad"
 	"github.com/permlab/permlab/perm"
+	"github.com/permlab/permlab/relax"
 )
 
 // sparseSpec returns the spec of a model with a banded permutation site of
@@ -241,4 +242,38 @@ func sum(x []float64) float64 {
 		s += v
 	}
 	return s
+}
+
+// TestSetModeSparseMask: a large sparse mask is solved on its candidates,
+// with the dense solver's optimum.
+func TestSetModeSparseMask(t *testing.T) {
+	const n = 90
+	mask, err := perm.NewMask(n)
+	require.NoError(t, err)
+	for i := range n {
+		for d := -3; d <= 3; d++ {
+			require.NoError(t, mask.Set(i, (i+d+n)%n, true))
+		}
+	}
+	require.True(t, sparseMask(mask))
+	rng := rand.New(rand.NewPCG(8, 9))
+	var draws [][]perm.Perm
+	for range 40 {
+		p, err := RandomAdmitted(mask, rng)
+		require.NoError(t, err)
+		draws = append(draws, []perm.Perm{p})
+	}
+	pp, err := PermPosteriorFromDraws(draws, []*perm.Mask{mask})
+	require.NoError(t, err)
+	dense, err := relax.MatchingMasked(pp.Marginals[0], mask)
+	require.NoError(t, err)
+	value := func(p perm.Perm) float64 {
+		s := 0.0
+		for i, j := range p {
+			s += pp.Marginals[0].At(i, j)
+		}
+		return s
+	}
+	require.True(t, mask.Admits(pp.Mode[0]))
+	require.InDelta(t, value(dense), value(pp.Mode[0]), 1e-12)
 }
