@@ -81,6 +81,29 @@
 // own score maximises over W, which can favour labellings W is fitted to,
 // so the exact likelihood decides.
 //
+// # Scale
+//
+// The moments of a recording are N × N, and the likelihood computed from
+// them costs O(N³) per step: right for the worm's 279 neurons, hopeless
+// for recordings of thousands. For those, NewDataStats keeps the recording
+// instead, and Model evaluates ‖Y − P W Pᵀ X‖² right to left by products
+// with the sparse P (its candidates, read through
+// models.Sample.PermSparse) and with the sparse W, in
+// O((2·candidates + degree)·N·T) time per worm and step and 3·N·T values of
+// memory per worm and sample; nothing N × N is formed. vi.FitModel stores
+// the Gumbel-Sinkhorn guide of a sparse mask sparsely
+// (vi.SparseGumbelSinkhorn), so that the whole step grows with N times the
+// candidates. ScaledConfig draws connectomes of any size with the real
+// one's degree distribution and spatial wiring, and Simulate draws W
+// sparsely (SampleSparseWeights) above DenseWeightsMaxN neurons.
+//
+// What still needs the moments, and returns an error in the data form: the
+// MCMC baseline's fast paths (its O(N) swap deltas read N × N statistics,
+// and so does its Gibbs draw of W), the collapsed likelihood (LogLikGap),
+// and so the polishing of estimates. The rounding guide keeps N × N
+// parameters. The scaling table (benchmarks/scale) measures the step, the
+// memory and the accuracy up to 20,000 neurons.
+//
 // # Experiments
 //
 // Experiment runs every method on a grid of cells and seeds: Table3Cells

@@ -116,6 +116,14 @@ const widthTol = 1e-9
 // nu = 0.01 on the two-decimal WormAtlas positions, see PositionMask). The
 // returned nu lies halfway between consecutive distinct differences, away
 // from rounding trouble. Ties between levels go to the smaller nu.
+//
+// Up to candidateWidthExactMax neurons the differences are listed (O(N²)
+// memory). Above it CandidateWidth works on the sorted positions in
+// O(N log N) time and O(N) memory (see candidateWidthSorted): the level
+// just below the target and the one just above are found by bisection on
+// nu, with the same meaning; it differs from the listing only where
+// differences form chains of steps under 1e-9 longer than 1e-9, which it
+// groups as one (the listing groups greedily from the smallest).
 func CandidateWidth(c *Connectome, target float64) (nu, mean float64, err error) {
 	if c == nil {
 		return 0, 0, fmt.Errorf("celegans: CandidateWidth: nil connectome")
@@ -126,6 +134,12 @@ func CandidateWidth(c *Connectome, target float64) (nu, mean float64, err error)
 	}
 	if !(target >= 1 && target <= float64(n)) {
 		return 0, 0, fmt.Errorf("celegans: CandidateWidth: target must be in [1, %d], got %v", n, target)
+	}
+	if n > candidateWidthExactMax {
+		x := append([]float64(nil), c.Positions...)
+		sort.Float64s(x)
+		nu, mean = candidateWidthSorted(x, target)
+		return nu, mean, nil
 	}
 	d := make([]float64, 0, n*(n-1)/2)
 	for i := 0; i < n; i++ {
@@ -162,6 +176,158 @@ func CandidateWidth(c *Connectome, target float64) (nu, mean float64, err error)
 		g = h
 	}
 	return bestNu, bestMean, nil
+}
+
+// candidateWidthExactMax is the largest number of neurons for which
+// CandidateWidth lists every pair difference (N(N-1)/2 float64s, 16 MB at
+// N = 2000).
+const candidateWidthExactMax = 2000
+
+// widthWalkMax bounds the steps candidateWidthSorted takes through a chain
+// of differences closer than widthTol; past it, the level is cut inside the
+// chain, still halfway between two distinct differences.
+const widthWalkMax = 1000
+
+// candidateWidthSorted is CandidateWidth on the sorted positions x (n ≥ 1,
+// target in [1, n]) in O(n log n) time and O(n) memory.
+//
+// With d_1 ≤ d_2 ≤ ... the pair differences x_k − x_i (i < k), the mean
+// number of candidates at width nu is 1 + 2 #{d < nu} / n, so a target mean
+// asks for p* = (target − 1) n / 2 pairs. The k-th smallest difference,
+// k = ⌊p*⌋ + 1, is found by bisection over nu (on the bits of the float64,
+// at most 64 steps) with #{d ≤ nu} counted by two pointers in O(n); every
+// nu up to it gives at most p* pairs, every nu above it more. The closest
+// levels are then the cuts just below and just above the group of
+// differences around it, the group being extended while consecutive
+// distinct differences (found by two pointers as well) are within
+// widthTol, with 0, a neuron's difference to itself, at the bottom. Each
+// cut is halfway between the distinct differences on either side (the
+// largest difference plus 0.5 above the top), and the mean returned is
+// counted at the returned nu, so it equals MeanCandidates there.
+func candidateWidthSorted(x []float64, target float64) (nu, mean float64) {
+	n := len(x)
+	level := func(nu float64) float64 {
+		return float64(n+2*countDiffs(x, nu, false)) / float64(n)
+	}
+	if n < 2 {
+		return 0.5, 1
+	}
+	pairs := n * (n - 1) / 2
+	k := int((target-1)*float64(n)/2) + 1
+	if k > pairs {
+		top := x[n-1] - x[0] + 0.5
+		return top, level(top)
+	}
+	dk := kthDiff(x, k)
+
+	// The cut below the group of dk, if there is one.
+	lowNu, hasLow := 0.0, true
+	for lo, steps := dk, 0; ; steps++ {
+		p := diffBelow(x, lo) // p < lo, or p = lo = 0
+		if lo-p > widthTol || (steps == widthWalkMax && p > 0) {
+			lowNu = (p + lo) / 2
+			break
+		}
+		if p == 0 {
+			hasLow = false // the group reaches down to 0
+			break
+		}
+		lo = p
+	}
+	// The cut above it.
+	var highNu float64
+	for hi, steps := dk, 0; ; steps++ {
+		q, ok := diffAbove(x, hi)
+		if !ok {
+			highNu = hi + 0.5
+			break
+		}
+		if q-hi > widthTol || steps == widthWalkMax {
+			highNu = (hi + q) / 2
+			break
+		}
+		hi = q
+	}
+
+	nu, mean = highNu, level(highNu)
+	if hasLow {
+		// Ties go to the smaller nu, as in the listing.
+		if m := level(lowNu); math.Abs(m-target) <= math.Abs(mean-target) {
+			nu, mean = lowNu, m
+		}
+	}
+	return nu, mean
+}
+
+// countDiffs returns the number of pairs i < k of the sorted x with
+// x[k] − x[i] < t, or ≤ t if orEqual, by two pointers: in float64 as in
+// exact arithmetic the difference grows with k and shrinks as i grows
+// (rounding is monotone), so the first k past t never moves back.
+func countDiffs(x []float64, t float64, orEqual bool) int {
+	n := len(x)
+	count, k := 0, 0
+	for i := 0; i < n; i++ {
+		k = max(k, i+1)
+		for k < n && (x[k]-x[i] < t || orEqual && x[k]-x[i] == t) {
+			k++
+		}
+		count += k - i - 1
+	}
+	return count
+}
+
+// kthDiff returns the k-th smallest pair difference of the sorted x
+// (1 ≤ k ≤ n(n-1)/2), the smallest t with countDiffs(x, t, true) ≥ k, by
+// bisection over the bit patterns of non-negative float64s, which are
+// ordered as the values.
+func kthDiff(x []float64, k int) float64 {
+	if countDiffs(x, 0, true) >= k {
+		return 0
+	}
+	lo, hi := uint64(0), math.Float64bits(x[len(x)-1]-x[0])
+	for hi-lo > 1 {
+		mid := lo + (hi-lo)/2
+		if countDiffs(x, math.Float64frombits(mid), true) >= k {
+			hi = mid
+		} else {
+			lo = mid
+		}
+	}
+	return math.Float64frombits(hi)
+}
+
+// diffBelow returns the largest pair difference of the sorted x below v,
+// or 0 (a neuron's difference to itself) if there is none.
+func diffBelow(x []float64, v float64) float64 {
+	n := len(x)
+	best, k := 0.0, 0
+	for i := 0; i < n; i++ {
+		k = max(k, i+1)
+		for k < n && x[k]-x[i] < v {
+			k++
+		}
+		if k-1 > i {
+			best = max(best, x[k-1]-x[i])
+		}
+	}
+	return best
+}
+
+// diffAbove returns the smallest pair difference of the sorted x above v,
+// and false if there is none.
+func diffAbove(x []float64, v float64) (float64, bool) {
+	n := len(x)
+	best, k := math.Inf(1), 0
+	for i := 0; i < n; i++ {
+		k = max(k, i+1)
+		for k < n && x[k]-x[i] <= v {
+			k++
+		}
+		if k < n {
+			best = min(best, x[k]-x[i])
+		}
+	}
+	return best, !math.IsInf(best, 1)
 }
 
 // ValidateMask returns an error if the mask cannot be the support of a

@@ -1,9 +1,12 @@
 package celegans
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
+	"sort"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -223,4 +226,108 @@ func bruteMatching(adj [][]int, n int) int {
 		return best
 	}
 	return rec(0)
+}
+
+// TestCandidateWidthSorted: the sorted-positions path of CandidateWidth
+// (used above candidateWidthExactMax neurons) returns the same width and
+// mean as the listing of all differences, on continuous positions, on
+// two-decimal positions (many equal differences, scattered by rounding
+// error) and on positions with exact duplicates.
+func TestCandidateWidthSorted(t *testing.T) {
+	rng := rand.New(rand.NewPCG(21, 22))
+	var cases []*Connectome
+	for _, n := range []int{2, 3, 40, 300} {
+		pos := make([]float64, n)
+		for i := range pos {
+			pos[i] = rng.Float64()
+		}
+		cases = append(cases, positionsOnly(t, pos))
+	}
+	syn, err := Synthetic(300, 4) // two decimals
+	require.NoError(t, err)
+	cases = append(cases, syn)
+	dup := make([]float64, 200)
+	for i := range dup {
+		dup[i] = float64(rng.IntN(60)) / 64 // exact duplicates, exact differences
+	}
+	cases = append(cases, positionsOnly(t, dup))
+
+	for ci, c := range cases {
+		n := c.N()
+		x := append([]float64(nil), c.Positions...)
+		sort.Float64s(x)
+		targets := []float64{1, float64(n)}
+		for k := 0; k < 25; k++ {
+			targets = append(targets, 1+rng.Float64()*float64(n-1))
+		}
+		for _, target := range targets {
+			wantNu, wantMean, err := CandidateWidth(c, target)
+			require.NoError(t, err)
+			nu, mean := candidateWidthSorted(x, target)
+			require.Equal(t, wantMean, mean, "case %d (n = %d), target %v", ci, n, target)
+			require.Equal(t, wantNu, nu, "case %d (n = %d), target %v", ci, n, target)
+		}
+	}
+
+	// Above candidateWidthExactMax, CandidateWidth takes the sorted path,
+	// and its mean is MeanCandidates at its nu.
+	big, err := ScaledConfig{N: candidateWidthExactMax + 500}.Generate(2)
+	require.NoError(t, err)
+	x := append([]float64(nil), big.Positions...)
+	sort.Float64s(x)
+	nu, mean, err := CandidateWidth(big, 30)
+	require.NoError(t, err)
+	wantNu, wantMean := candidateWidthSorted(x, 30)
+	assert.Equal(t, wantNu, nu)
+	assert.Equal(t, wantMean, mean)
+	got, err := MeanCandidates(big, nu)
+	require.NoError(t, err)
+	assert.Equal(t, mean, got)
+	assert.InDelta(t, 30, mean, 0.01)
+}
+
+// TestCandidateWidthLarge: at N = 20,000 the sorted path takes milliseconds
+// (the listing would need 1.6 GB) and its mean is the candidate count at the
+// width it returns, counted independently.
+func TestCandidateWidthLarge(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	n := 20000
+	x := make([]float64, n)
+	for i := range x {
+		x[i] = bodyPosition(rng)
+	}
+	sort.Float64s(x)
+	for _, target := range []float64{10, 30, 60} {
+		start := time.Now()
+		nu, mean := candidateWidthSorted(x, target)
+		elapsed := time.Since(start)
+		t.Logf("N = %d, target %v: nu = %.3g, mean %.4f, in %v", n, target, nu, mean, elapsed)
+		if !raceEnabled {
+			assert.Less(t, elapsed, time.Second, "target %v", target)
+		}
+		// Each pair moves the mean by 2/N = 1e-4, but differences closer
+		// than widthTol = 1e-9 are one level, and near nu = 5e-4 there are
+		// about 1.2e9 differences per unit of nu (a gap of 0.8e-9 on
+		// average): levels of a few pairs are common. Ten pairs is 1e-3.
+		assert.InDelta(t, target, mean, 20.0/float64(n), "target %v", target)
+		count := 0
+		for i := range x {
+			for k := i + 1; k < n && math.Abs(x[i]-x[k]) < nu; k++ {
+				count++
+			}
+		}
+		assert.Equal(t, float64(n+2*count)/float64(n), mean, "target %v", target)
+	}
+}
+
+// positionsOnly returns a connectome without edges at the given positions.
+func positionsOnly(t *testing.T, pos []float64) *Connectome {
+	t.Helper()
+	names := make([]string, len(pos))
+	for i := range names {
+		names[i] = fmt.Sprintf("n%d", i)
+	}
+	c, err := NewConnectome(names, pos, nil)
+	require.NoError(t, err)
+	return c
 }

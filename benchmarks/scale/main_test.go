@@ -1,0 +1,94 @@
+package main
+
+import (
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/permlab/permlab/celegans"
+)
+
+func TestParseFlags(t *testing.T) {
+	dir := t.TempDir()
+	c, err := parseFlags([]string{"-neurons", "300, 600", "-budgets", "5s", "-out", dir}, io.Discard)
+	require.NoError(t, err)
+	assert.Equal(t, []int{300, 600}, c.neurons)
+	assert.Equal(t, []time.Duration{5 * time.Second}, c.budgets)
+	assert.FileExists(t, filepath.Join(dir, "results.jsonl"), "the output is checked before any work")
+
+	bad := map[string][]string{
+		"-neurons":    {"-neurons", "300,x"},
+		"below 50":    {"-neurons", "10"},
+		"-budgets":    {"-budgets", "0s"},
+		"-dense-max":  {"-dense-max", "-1"},
+		"-candidates": {"-candidates", "1"},
+		"-known":      {"-known", "1"},
+		"-T":          {"-T", "1"},
+		"unexpected":  {"stray"},
+		"-child":      {"-child", "-n", "100"},
+	}
+	for want, args := range bad {
+		_, err := parseFlags(append(args, "-out", dir), io.Discard)
+		require.Error(t, err, "%v", args)
+		assert.Contains(t, err.Error(), want, "%v", args)
+	}
+	// An output directory that cannot be made is an error before any run.
+	file := filepath.Join(dir, "file")
+	require.NoError(t, os.WriteFile(file, nil, 0o644))
+	_, err = parseFlags([]string{"-out", filepath.Join(file, "sub")}, io.Discard)
+	assert.ErrorContains(t, err, "-out")
+}
+
+func TestMsPerStep(t *testing.T) {
+	tr := []celegans.TracePoint{
+		{Elapsed: time.Second, Step: 10},
+		{Elapsed: 2 * time.Second, Step: 20}, // 100 ms per step
+		{Elapsed: 4 * time.Second, Step: 30}, // 200
+		{Elapsed: 5 * time.Second, Step: 10}, // a new fit: skipped
+		{Elapsed: 6 * time.Second, Step: 20}, // 100
+		{Elapsed: 6 * time.Second, Step: 20}, // the final estimate: skipped
+	}
+	assert.InDelta(t, 100, msPerStep(tr), 1e-9)
+	assert.True(t, math.IsNaN(msPerStep(nil)))
+}
+
+// TestOneSmall runs a tiny configuration in process, both layouts, and
+// checks the record and the table.
+func TestOneSmall(t *testing.T) {
+	var rs []Result
+	for _, layout := range []string{"sparse", "dense"} {
+		c := &config{child: true, n: 120, layout: layout, budget: 2 * time.Second, candidates: 8, known: 0.09, steps: 50, seed: 1}
+		r, err := one(c)
+		require.NoError(t, err, layout)
+		assert.Equal(t, 120, r.N)
+		assert.Positive(t, r.Steps)
+		assert.InDelta(t, 8, r.Candidates, 4)
+		assert.True(t, r.Accuracy > 0 && r.Accuracy <= 1)
+		rs = append(rs, *r)
+	}
+	dir := t.TempDir()
+	path := filepath.Join(dir, "results.jsonl")
+	for _, r := range rs {
+		require.NoError(t, appendResult(path, r))
+	}
+	back, err := load(path)
+	require.NoError(t, err)
+	assert.Equal(t, rs, back)
+	tab := table(back)
+	assert.Equal(t, 4, strings.Count(tab, "\n"), "%s", tab)
+	assert.Contains(t, tab, "| 120 |")
+	assert.Contains(t, tab, "accuracy after 2 s")
+	// A budget that only some rows ran shows as not run in the others.
+	extra := back[0]
+	extra.Budget = "10m0s"
+	tab = table(append(back, extra))
+	assert.Contains(t, tab, "accuracy after 10 min")
+	assert.Equal(t, 1, strings.Count(tab, "not run"), "%s", tab)
+}
