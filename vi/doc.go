@@ -47,6 +47,17 @@
 // Gaussian KL for a models.Normal prior, a Monte Carlo log-ratio for any
 // other real prior) and runs Fit. Its answer is a models.Posterior.
 //
+// Layout. A permutation site whose masks leave each row a few candidates
+// (N >= SparseMinN and at most SparseDensity of the entries allowed) gets
+// a SparseGumbelSinkhorn guide: the same family, prior and KL, with
+// logits, noise and Sinkhorn iterations over the allowed entries only, so
+// that a step costs O(K·L·NNZ) instead of O(K·L·B·N²). Its samples reach
+// the model in the sparse layout of package models, shape (K, NNZ); a
+// LogLik that reads the site with Sample.Perm gets them scattered into
+// the dense shape, one that reads Sample.PermSparse gets them as they are
+// and never forms anything N × N. ModelOptions.PermLayout overrides the
+// choice.
+//
 // Priors. A GumbelSinkhornPrior GS(X₀, τ_prior) is a density on the
 // Gumbel-space node and is targeted exactly; by default the guide uses the
 // prior's temperature, so that q = GS(X, τ_prior) contains the prior. A

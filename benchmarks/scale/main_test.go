@@ -5,6 +5,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -92,3 +93,18 @@ func TestOneSmall(t *testing.T) {
 	assert.Contains(t, tab, "accuracy after 10 min")
 	assert.Equal(t, 1, strings.Count(tab, "not run"), "%s", tab)
 }
+
+// TestGeneratedDocs: the table in README.md is what -report prints from
+// the committed results.
+func TestGeneratedDocs(t *testing.T) {
+	data, err := os.ReadFile("README.md")
+	require.NoError(t, err)
+	m := generatedBlock.FindStringSubmatch(string(data))
+	require.NotNil(t, m, "README.md has no generated block")
+	rs, err := load(filepath.Join("results", "results.jsonl"))
+	require.NoError(t, err)
+	require.NotEmpty(t, rs)
+	assert.Equal(t, table(rs), m[1], "README.md's table differs from `go run ./benchmarks/scale -report benchmarks/scale/results`; paste its output")
+}
+
+var generatedBlock = regexp.MustCompile("(?s)<!-- go run ./benchmarks/scale -report benchmarks/scale/results -->\n(.*?)<!-- end -->")
