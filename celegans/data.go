@@ -223,19 +223,28 @@ var synapseTypes = map[string]bool{
 // pairs of the kept rows: 2 x 2287, plus the self loops of RIBL, RIBR and
 // VA08.
 //
-// Malformed input gives an error naming the table and line: missing
-// columns, short rows, unknown type codes, bad numbers, synapse counts of
-// 0, a non-NMJ row naming a neuron that is not in the type table (names are
-// compared exactly), positions outside [0, 1], duplicate neurons in the type
-// table; so do a type table without a neuron with a position and a
-// connection table without a connection between two of them (only a
-// header, say). The published WormAtlas NeuronConnect.csv breaks two of
-// these rules in four rows, which are accepted as they stand so that the
-// published file loads (see wormAtlasIrregular): the lower-case row
-// "avfl,avfr,Rp,1" names no neuron of the type table and is dropped, and
-// three rows with 0 synapses (VB01-AVFL twice, FLPR-VB01) are kept as
-// connections, which the same pairs have from rows with synapses anyway.
-// Any other such row, in that file or another, is an error.
+// Malformed input gives an error naming the table (the file's path, for
+// LoadConnectomeFiles) and line: missing columns, short rows, unknown type
+// codes, synapse counts that are not positive integers (0, negative, "1.5",
+// empty), a non-NMJ row naming a neuron that is not in the type table
+// (names are compared exactly), positions outside [0, 1], duplicate neurons
+// in the type table; so do a type table without a neuron with a position
+// and a connection table without a connection between two of them (only a
+// header, or only NMJ rows and self loops). The names of NMJ rows are not
+// looked up, as those rows are dropped whatever they name: their second
+// name is a muscle, and the published file's NMJ rows also name VC06,
+// which has no row in NeuronType.csv. So the rows dropped are exactly the
+// NMJ rows, rows naming a listed neuron without a position, self loops and
+// blank lines; no row is dropped for naming an unknown neuron (save one,
+// below).
+//
+// The published WormAtlas NeuronConnect.csv breaks two of these rules in
+// four rows, which are accepted as they stand so that the published file
+// loads (see wormAtlasIrregular): the lower-case row "avfl,avfr,Rp,1"
+// names no neuron of the type table and is dropped, and three rows with 0
+// synapses (VB01-AVFL twice, FLPR-VB01) are kept as connections, which the
+// same pairs have from rows with synapses anyway. Any other such row, in
+// that file or another, is an error.
 func LoadConnectome(connect, types io.Reader) (*Connectome, error) {
 	c, err := loadConnectome(connect, "connections", types, "types")
 	if err != nil {

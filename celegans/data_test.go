@@ -130,6 +130,16 @@ func TestLoadConnectomeErrors(t *testing.T) {
 		{"header only", "Neuron 1,Neuron 2,Type,Nbr,\n", okTypes, "connections: no rows after the header"},
 		{"header and blank lines", "Neuron 1,Neuron 2,Type,Nbr\n\n\n", okTypes, "connections: no rows after the header"},
 		{"no edges", "Neuron 1,Neuron 2,Type,Nbr\nAA,AA,S,1\nAA,NMJ,NMJ,2\n", okTypes, "connections: none of its 2 rows connects two neurons of types"},
+		{"only NMJ rows", "Neuron 1,Neuron 2,Type,Nbr\nAA,NMJ,NMJ,2\nBB,NMJ,NMJ,1\n", okTypes, "connections: none of its 2 rows connects two neurons of types"},
+		{"header only WormAtlas layout", "Neuron 1,Neuron 2,Type,Nbr,\r\n", okTypes, "connections: no rows after the header"},
+		{"fractional count", "Neuron 1,Neuron 2,Type,Nbr\nAA,BB,S,1\nAA,BB,EJ,1.5\n", okTypes, `connections line 3: bad synapse count Nbr "1.5" (want a positive integer)`},
+		{"empty count", "Neuron 1,Neuron 2,Type,Nbr\nAA,BB,S,\n", okTypes, `connections line 2: bad synapse count Nbr ""`},
+		{"negative count message", "Neuron 1,Neuron 2,Type,Nbr\nAA,BB,S,1\nAA,BB,S,-3\n", okTypes, `connections line 3: bad synapse count Nbr "-3"`},
+		{"zero count first row", "Neuron 1,Neuron 2,Type,Nbr\nAA,BB,EJ,0\nAA,BB,S,1\n", okTypes, `connections line 2: synapse count Nbr 0 between AA and BB`},
+		{"zero count spaced", "Neuron 1,Neuron 2,Type,Nbr\nAA,BB,S,1\nAA,BB,S, 00 \n", okTypes, `connections line 3: synapse count Nbr 0`},
+		{"unknown neuron after blank lines", "Neuron 1,Neuron 2,Type,Nbr\nAA,BB,S,1\n\n\nBB,QQ,S,1\n", okTypes, `connections line 5: neuron "QQ" is not in types`},
+		{"unknown neuron beside one without position", "Neuron 1,Neuron 2,Type,Nbr\nAA,BB,S,1\nNP,QQ,S,1\n", okTypes + "NP,\n", `connections line 3: neuron "QQ" is not in types`},
+		{"unknown neuron, both", "Neuron 1,Neuron 2,Type,Nbr\nAA,BB,S,1\nXX,YY,Sp,1\n", okTypes, `connections line 3: neuron "XX" is not in types`},
 		{"types header only", okConnect, "Neuron,Soma Position\n", "types: no neuron with a soma position"},
 		{"types without positions", okConnect, "Neuron,Soma Position\nAA,\nBB,\n", "types: no neuron with a soma position"},
 	}
@@ -142,6 +152,19 @@ func TestLoadConnectomeErrors(t *testing.T) {
 			assert.Contains(t, err.Error(), tc.want)
 		})
 	}
+}
+
+// NMJ rows are dropped whatever they name, as the package documents: the
+// published file has NMJ rows of VC06, which NeuronType.csv does not list.
+// They are still checked for their count.
+func TestLoadConnectomeNMJRowsNotLookedUp(t *testing.T) {
+	types := "Neuron,Soma Position\nAA,0.5\nBB,0.1\n"
+	c, err := LoadConnectome(strings.NewReader("Neuron 1,Neuron 2,Type,Nbr,\nAA,BB,S,1,\nVC06,NMJ,NMJ,1,\nAA,dBWML1,NMJ,3,\n"), strings.NewReader(types))
+	require.NoError(t, err)
+	assert.Equal(t, 2, c.N())
+	assert.Equal(t, 1, c.Edges())
+	_, err = LoadConnectome(strings.NewReader("Neuron 1,Neuron 2,Type,Nbr,\nAA,BB,S,1,\nVC06,NMJ,NMJ,0,\n"), strings.NewReader(types))
+	assert.ErrorContains(t, err, "connections line 3: synapse count Nbr 0 between VC06 and NMJ")
 }
 
 // The four irregular rows of the published NeuronConnect.csv load as they
@@ -187,9 +210,12 @@ func TestLoadConnectomeFilesErrors(t *testing.T) {
 
 	// Errors in the rows name the file and the line.
 	for content, want := range map[string]string{
-		"Neuron 1,Neuron 2,Type,Nbr\nAA,BB,S,1\nAA,ZZ,S,1\n": connect + ` line 3: neuron "ZZ" is not in ` + types,
-		"Neuron 1,Neuron 2,Type,Nbr\nAA,BB,S,0\n":            connect + " line 2: synapse count Nbr 0",
-		"Neuron 1,Neuron 2,Type,Nbr\n":                       connect + ": no rows after the header",
+		"Neuron 1,Neuron 2,Type,Nbr\nAA,BB,S,1\nAA,ZZ,S,1\n":  connect + ` line 3: neuron "ZZ" is not in ` + types,
+		"Neuron 1,Neuron 2,Type,Nbr\nAA,BB,S,0\n":             connect + " line 2: synapse count Nbr 0",
+		"Neuron 1,Neuron 2,Type,Nbr\n":                        connect + ": no rows after the header",
+		"Neuron 1,Neuron 2,Type,Nbr\nAA,BB,S,1\nBB,AA,R,-2\n": connect + ` line 3: bad synapse count Nbr "-2"`,
+		"Neuron 1,Neuron 2,Type,Nbr\nAA,BB,S,1.0\n":           connect + ` line 2: bad synapse count Nbr "1.0"`,
+		"Neuron 1,Neuron 2,Type,Nbr\nAA,AA,S,1\n":             connect + ": none of its 1 rows connects two neurons of " + types,
 	} {
 		require.NoError(t, os.WriteFile(connect, []byte(content), 0o600))
 		_, err = LoadConnectomeFiles(connect, types)
@@ -283,6 +309,37 @@ func TestLoadConnectomeCutOffFile(t *testing.T) {
 		_, err := LoadConnectome(strings.NewReader(string(connect[:cut])), strings.NewReader(string(types)))
 		require.Error(t, err, "file cut at byte %d of %d", cut, len(connect))
 		assert.Contains(t, err.Error(), "fields, the header has 5")
+	}
+}
+
+// The published NeuronConnect.csv damaged in one place: reduced to its
+// header, a row naming a neuron NeuronType.csv lacks, a row with no
+// synapses. Each is an error naming the file and the line.
+func TestLoadConnectomeRealDamaged(t *testing.T) {
+	realConnectome(t) // skips without the data
+	connectPath := filepath.Join(realDataDir, "NeuronConnect.csv")
+	typesPath := filepath.Join(realDataDir, "NeuronType.csv")
+	connect, err := os.ReadFile(connectPath)
+	require.NoError(t, err)
+	row := "ADAR,ADAL,EJ,1,"
+	require.True(t, strings.HasPrefix(string(firstLines(connect, 2)[len(firstLines(connect, 1)):]), row), "line 2 of %s", connectPath)
+	dir := t.TempDir()
+	damaged := filepath.Join(dir, "NeuronConnect.csv")
+	for _, tc := range []struct {
+		name, content, want string
+	}{
+		{"header only", string(firstLines(connect, 1)), damaged + ": no rows after the header"},
+		{"unknown neuron", strings.Replace(string(connect), row, "ADAR,ADAX,EJ,1,", 1), damaged + ` line 2: neuron "ADAX" is not in ` + typesPath},
+		{"zero count", strings.Replace(string(connect), row, "ADAR,ADAL,EJ,0,", 1), damaged + " line 2: synapse count Nbr 0 between ADAR and ADAL"},
+		{"negative count", strings.Replace(string(connect), row, "ADAR,ADAL,EJ,-1,", 1), damaged + ` line 2: bad synapse count Nbr "-1"`},
+		{"fractional count", strings.Replace(string(connect), row, "ADAR,ADAL,EJ,1.5,", 1), damaged + ` line 2: bad synapse count Nbr "1.5"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			require.NoError(t, os.WriteFile(damaged, []byte(tc.content), 0o600))
+			c, err := LoadConnectomeFiles(damaged, typesPath)
+			assert.Nil(t, c)
+			assert.ErrorContains(t, err, tc.want)
+		})
 	}
 }
 

@@ -44,8 +44,9 @@ func firstResults(n int) []byte {
 }
 
 // FuzzLoadConnectome checks that no pair of tables makes LoadConnectome
-// panic, and that what it accepts is a connectome in canonical order:
-// distinct names, positions in [0, 1] sorted (ties by name), and a
+// panic, that every error it returns names the table (connections or
+// types) it is about, and that what it accepts is a connectome in
+// canonical order: distinct names, positions in [0, 1] sorted (ties by name), and a
 // symmetric adjacency without self loops and with at least one edge.
 func FuzzLoadConnectome(f *testing.F) {
 	f.Add([]byte(smallConnect), []byte(smallTypes))
@@ -57,6 +58,15 @@ func FuzzLoadConnectome(f *testing.F) {
 		f.Add(firstLines(connect, 40), types)
 		f.Add(firstLines(connect, 40), firstLines(types, 40))
 		f.Add(connect[:len(connect)/2], types)
+		// Damaged in the ways the loader must refuse: only the header, a
+		// row of an unknown neuron, a row with no synapses.
+		f.Add(firstLines(connect, 1), types)
+		row := []byte("ADAR,ADAL,EJ,1,") // line 2
+		if !bytes.Contains(connect, row) {
+			f.Fatalf("NeuronConnect.csv lacks the row %q", row)
+		}
+		f.Add(bytes.Replace(connect, row, []byte("ADAR,ADAX,EJ,1,"), 1), types)
+		f.Add(bytes.Replace(connect, row, []byte("ADAR,ADAL,EJ,0,"), 1), types)
 	}
 	// Damaged tables.
 	header := "Neuron 1,Neuron 2,Type,Nbr\n"
@@ -73,6 +83,16 @@ func FuzzLoadConnectome(f *testing.F) {
 		{header + "AA,BB,XX,1\n", typesOK},                                 // unknown type
 		{header + "AA,BB,S,1\n", "Neuron,Soma Position\nAA,0.5\nAA,0.1\n"}, // duplicate neuron
 		{header + "AA,ZZ,S,1\n", typesOK},                                  // unknown neuron
+		{header + "AA,BB,S,1\nzz,AA,EJ,2\n", typesOK},                      // unknown neuron, second row
+		{header + "AA,BB,S,1\nAA,NP,S,1\n", typesOK + "NP,\n"},             // neuron without a position
+		{header + "AA,BB,S,0\n", typesOK},                                  // zero count
+		{header + "AA,BB,S,1\nBB,AA,R,0\n", typesOK},                       // zero count, second row
+		{header + "AA,BB,S,1.5\n", typesOK},                                // count not an integer
+		{header + "AA,BB,S,\n", typesOK},                                   // count missing
+		{header + "VC06,NMJ,NMJ,1\nAA,BB,S,1\n", typesOK},                  // NMJ row of an unlisted neuron
+		{header + "AA,NMJ,NMJ,2\n", typesOK},                               // only NMJ rows
+		{"Neuron 1,Neuron 2,Type,Nbr,\r\n", typesOK},                       // header only, WormAtlas layout
+		{header + "\n\n", typesOK},                                         // header and blank lines
 		{header + "AA,AA,S,1\n", typesOK},                                  // only a self loop
 		{header, typesOK},                                                  // no rows
 		{header + "\"AA,BB,S,1\n", typesOK},                                // open quote
@@ -85,6 +105,15 @@ func FuzzLoadConnectome(f *testing.F) {
 	f.Fuzz(func(t *testing.T, connect, types []byte) {
 		c, err := LoadConnectome(bytes.NewReader(connect), bytes.NewReader(types))
 		if err != nil {
+			// Every error names the table it is about.
+			msg := err.Error()
+			if !strings.HasPrefix(msg, "celegans: LoadConnectome: connections") &&
+				!strings.HasPrefix(msg, "celegans: LoadConnectome: types") {
+				t.Fatalf("error names neither table: %v", err)
+			}
+			if c != nil {
+				t.Fatalf("a connectome with the error %v", err)
+			}
 			return
 		}
 		n := c.N()
