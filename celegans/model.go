@@ -254,6 +254,7 @@ type Model struct {
 	cacheMu sync.Mutex
 	cache   map[*models.State]*fastState // the fast paths' dense W per state
 
+	gemm    []bool     // per worm: the products with P are dense (gemmDensity)
 	data    bool       // the statistics are in the data form (see logLikData)
 	dataMu  sync.Mutex // guards dataIdx
 	dataIdx map[*relax.SparsePattern]*patternIndex
@@ -277,6 +278,7 @@ func NewModel(p *Problem) *Model {
 		m.trYY = append(m.trYY, tr)
 	}
 	for _, mk := range p.Masks {
+		m.gemm = append(m.gemm, float64(mk.Count()) > gemmDensity*float64(n)*float64(n))
 		cols := make([][]int, n)
 		rows := make([][]int, n)
 		for i := range cols {
@@ -339,9 +341,19 @@ func weightRowSums(dst, src []float64, n int, idx, xs [][]int, w, scratch []floa
 	})
 }
 
+// gemmDensity is the share of allowed entries of a worm's mask above which
+// the products with its P run as dense matrix products (f64.Gemm on the
+// masked P) rather than as sums of the allowed entries' rows: a blocked
+// product does N³ multiply-adds at about six times the rate of the row
+// sums' nnz·N (measured on the hard setting of benchmarks/celegans, 35% of
+// the entries allowed), so it wins above about a sixth.
+const gemmDensity = 1.0 / 6
+
 // pairState holds the buffers of one (sample, worm) term of the likelihood.
 type pairState struct {
 	pt, bm, as, a []float64 // Pᵀ, W Pᵀ, A·Sxx, A
+	pm            []float64 // P on its mask, zero elsewhere (dense products only)
+	pk            *f64.Packed
 	coef          []float64 // scratch, N
 	gw            []float64 // this term's W̄, |support|
 }
@@ -355,7 +367,11 @@ func (m *Model) logLikOp(t *ad.Tape, pv, wv *ad.Var, kk int) *ad.Var {
 	// before the terms are computed in parallel.
 	states := make([]pairState, kk*b)
 	for q := range states {
-		states[q] = pairState{pt: t.Alloc(nn), bm: t.Alloc(nn), as: t.Alloc(nn), a: t.Alloc(nn), coef: t.Alloc(n), gw: t.Alloc(e)}
+		// Every buffer is written in full before it is read.
+		states[q] = pairState{pt: t.AllocRaw(nn), bm: t.AllocRaw(nn), as: t.AllocRaw(nn), a: t.AllocRaw(nn), coef: t.AllocRaw(n), gw: t.AllocRaw(e)}
+		if m.gemm[q%b] {
+			states[q].pm = t.AllocRaw(nn)
+		}
 	}
 	terms := make([]float64, kk*b)
 	pval, wval := pv.Value(), wv.Value()
@@ -376,7 +392,18 @@ func (m *Model) logLikOp(t *ad.Tape, pv, wv *ad.Var, kk int) *ad.Var {
 		}
 		// B = W Pᵀ, then A = P B.
 		weightRowSums(st.bm, st.pt, n, m.wRowCol, m.wRowX, w, st.coef)
-		matRowSums(a, st.bm, n, m.cols[j], p, st.coef)
+		if st.pm != nil {
+			clear(st.pm)
+			for i, cs := range m.cols[j] {
+				for _, c := range cs {
+					st.pm[i*n+c] = p[i*n+c]
+				}
+			}
+			st.pk = f64.PackTo(st.pk, st.bm, n, n)
+			f64.Gemm(n, st.pm, st.pk, a)
+		} else {
+			matRowSums(a, st.bm, n, m.cols[j], p, st.coef)
+		}
 		f64.Gemm(n, a, m.sxx[j], st.as)
 		syx := s.Syx.RawMatrix().Data
 		var cross, quad float64
@@ -406,17 +433,33 @@ func (m *Model) logLikOp(t *ad.Tape, pv, wv *ad.Var, kk int) *ad.Var {
 			if gp != nil {
 				// P̄ += Ā Bᵀ (from A = P B), on P's support.
 				dst := gp[q*nn : (q+1)*nn]
-				for i, cs := range m.cols[j] {
-					f64.DotGather(tmp, ga[i*n:(i+1)*n], st.bm, n, cs)
-					for t, c := range cs {
-						dst[i*n+c] += tmp[t]
+				if st.pm != nil {
+					// Into A's buffer, which is no longer needed.
+					st.pk = f64.PackTransTo(st.pk, st.bm, n, n)
+					f64.Gemm(n, ga, st.pk, st.a)
+					for i, cs := range m.cols[j] {
+						for _, c := range cs {
+							dst[i*n+c] += st.a[i*n+c]
+						}
+					}
+				} else {
+					for i, cs := range m.cols[j] {
+						f64.DotGather(tmp, ga[i*n:(i+1)*n], st.bm, n, cs)
+						for t, c := range cs {
+							dst[i*n+c] += tmp[t]
+						}
 					}
 				}
 			}
 			// B̄ = Pᵀ Ā, stored in bm (B is no longer needed); the
-			// entries of Pᵀ are those of pt.
+			// entries of Pᵀ are those of pt, zero off the mask.
 			gb := st.bm
-			matRowSums(gb, ga, n, m.rows[j], st.pt, st.coef)
+			if st.pm != nil {
+				st.pk = f64.PackTo(st.pk, ga, n, n)
+				f64.Gemm(n, st.pt, st.pk, gb)
+			} else {
+				matRowSums(gb, ga, n, m.rows[j], st.pt, st.coef)
+			}
 			w := wval[k*e : (k+1)*e]
 			if gw != nil {
 				// W̄[r][c] = B̄[r] · (Pᵀ)[c].

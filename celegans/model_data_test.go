@@ -241,3 +241,39 @@ func TestDataStats(t *testing.T) {
 	_, err = Collapsed{m}.CollapsedLogLik(st)
 	assert.ErrorIs(t, err, errDataForm)
 }
+
+// TestModelDenseProducts: the products with P as dense matrix products
+// (masks above gemmDensity) and as sums of the allowed rows agree, value
+// and gradients, whatever the mask.
+func TestModelDenseProducts(t *testing.T) {
+	for _, nu := range []float64{0.1, 0.4, 1} {
+		sim, masks := simFor(t, 20, 2, 2, 40, nu, 9)
+		p, err := FromSimulation(sim, masks)
+		require.NoError(t, err)
+		n, b, e := p.N(), p.Worms(), len(p.Support())
+		rng := rand.New(rand.NewPCG(10, 11))
+		pt := ad.Zeros(2, b, n, n)
+		for i := range pt.Data {
+			pt.Data[i] = rng.Float64() // off-mask entries too: both paths ignore them
+		}
+		wt := ad.Zeros(2, e)
+		for i := range wt.Data {
+			wt.Data[i] = 0.3 * rng.NormFloat64()
+		}
+		var ref [3][]float64
+		for _, dense := range []bool{false, true} {
+			m := NewModel(p)
+			for j := range m.gemm {
+				m.gemm[j] = dense
+			}
+			v, gp, gw := evalGrad(t, m, pt, wt)
+			if !dense {
+				ref = [3][]float64{v, gp, gw}
+				continue
+			}
+			assert.InDeltaSlice(t, ref[0], v, 1e-9*maxAbs(ref[0]), "ν %g: value", nu)
+			assert.InDeltaSlice(t, ref[1], gp, 1e-9*maxAbs(ref[1]), "ν %g: P gradient", nu)
+			assert.InDeltaSlice(t, ref[2], gw, 1e-9*maxAbs(ref[2]), "ν %g: W gradient", nu)
+		}
+	}
+}

@@ -57,6 +57,7 @@ type GumbelSinkhorn struct {
 	idx     []int  // flat indices of allowed entries
 	keepK   []bool // allowed tiled K times
 	noise   *ad.Tensor
+	compact []float64 // the allowed entries' noise, K·len(idx)
 }
 
 // NewGumbelSinkhorn returns a guide over b permutations of size n with
@@ -152,10 +153,16 @@ func (g *GumbelSinkhorn) Rsample(t *ad.Tape, s Step) (*ad.Var, Divergence, error
 	if g.keepK == nil {
 		dist.FillGumbel(g.noise.Data, s.Rng)
 	} else {
-		// Draw only the allowed entries.
-		for i, keep := range g.keepK {
-			if keep {
-				g.noise.Data[i] = dist.StandardGumbel(s.Rng)
+		// Draw only the allowed entries, in order, with FillGumbel's
+		// vectorised logarithms (the bits of StandardGumbel).
+		if len(g.compact) != s.K*len(g.idx) {
+			g.compact = make([]float64, s.K*len(g.idx))
+		}
+		dist.FillGumbel(g.compact, s.Rng)
+		for k := range s.K {
+			row := g.noise.Data[k*size : (k+1)*size]
+			for e, i := range g.idx {
+				row[i] = g.compact[k*len(g.idx)+e]
 			}
 		}
 	}

@@ -43,9 +43,10 @@ type SparseGumbelSinkhorn struct {
 	// entries, laid out as X; nil means X₀ = 0.
 	PriorLogits []float64
 
-	pats  []*relax.SparsePattern
-	off   []int
-	noise []*ad.Tensor // per permutation, shape (K, NNZ_b)
+	pats    []*relax.SparsePattern
+	off     []int
+	noise   []*ad.Tensor // per permutation, shape (K, NNZ_b)
+	compact []float64    // one step's noise in drawing order, K·NNZ
 }
 
 // NewSparseGumbelSinkhorn returns a guide with zero logits over the
@@ -113,13 +114,15 @@ func (g *SparseGumbelSinkhorn) Rsample(t *ad.Tape, s Step) (*ad.Var, Divergence,
 		}
 	}
 	// The dense guide's order: sample, permutation, allowed entries.
+	nnz := g.off[nb]
+	if len(g.compact) != s.K*nnz {
+		g.compact = make([]float64, s.K*nnz)
+	}
+	dist.FillGumbel(g.compact, s.Rng)
 	for k := range s.K {
 		for b, p := range g.pats {
 			w := p.NNZ()
-			row := g.noise[b].Data[k*w : (k+1)*w]
-			for e := range row {
-				row[e] = dist.StandardGumbel(s.Rng)
-			}
+			copy(g.noise[b].Data[k*w:(k+1)*w], g.compact[k*nnz+g.off[b]:k*nnz+g.off[b+1]])
 		}
 	}
 	x := t.Param(g.X)
@@ -241,9 +244,9 @@ func (g *SparseGumbelSinkhorn) draws(d int, rng *rand.Rand) ([][]perm.Perm, erro
 	for k := range d {
 		for b := range nb {
 			x := g.X.Value.Data[g.off[b]:g.off[b+1]]
-			v := make([]float64, len(x))
+			v := dist.FillGumbel(make([]float64, len(x)), rng)
 			for e, xe := range x {
-				v[e] = xe + dist.StandardGumbel(rng)
+				v[e] += xe
 			}
 			scores[k*nb+b] = v
 		}

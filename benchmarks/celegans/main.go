@@ -72,17 +72,21 @@ import (
 	"strings"
 	"time"
 
+	"gonum.org/v1/gonum/mat"
+
 	"github.com/permlab/permlab/ad"
 	"github.com/permlab/permlab/ad/optim"
 	"github.com/permlab/permlab/benchmarks/internal/harness"
 	"github.com/permlab/permlab/celegans"
 	"github.com/permlab/permlab/dist"
+	"github.com/permlab/permlab/models"
 	"github.com/permlab/permlab/perm"
 	"github.com/permlab/permlab/vi"
 )
 
 // config is the benchmark's problem and protocol.
 type config struct {
+	layout                   string // auto, dense or sparse
 	neurons, worms, t, known int
 	nu                       float64
 	tau, tauPrior            float64
@@ -157,6 +161,7 @@ func main() {
 	flag.BoolVar(&c.keep, "keep", false, "keep the data directory")
 	flag.BoolVar(&c.spin, "spin", false, "leave OMP_WAIT_POLICY unset for the references (OpenMP threads spin while idle)")
 	masked := flag.Bool("mask", true, "use the position masks (false: every entry of P allowed)")
+	flag.StringVar(&c.layout, "layout", "auto", "permlab's guide: auto (as vi.FitModel chooses: sparse when the masks allow at most vi.SparseDensity of the entries), dense or sparse")
 	flag.Parse()
 	s := celegans.DefaultSettings()
 	c.sigmaW, c.wStd0 = s.SigmaW, s.SigmaW/10 // vi.FitModel starts q(W) at a tenth of the prior's spread
@@ -164,6 +169,9 @@ func main() {
 	var err error
 	if c.variants, err = parseVariants(*vs); err != nil {
 		log.Fatal(err)
+	}
+	if c.layout != "auto" && c.layout != "dense" && c.layout != "sparse" {
+		log.Fatalf("-layout must be auto, dense or sparse, got %q", c.layout)
 	}
 	if c.threads < 1 || c.reps < 1 || c.warmup < 0 || c.block < 1 {
 		log.Fatalf("need -threads >= 1, -reps >= 1, -warmup >= 0, -block >= 1")
@@ -194,8 +202,12 @@ func run(c config, masked bool, w io.Writer) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(w, "C. elegans ELBO step: %d worms, N = %d, T = %d, %d known neurons per worm, %s (%.1f candidates per row), |support W| = %d, K = 1, τ = %g, L = %d, float64, %d threads\n\n",
-		c.worms, c.neurons, c.t, c.known, setting, candidates(p.N(), masks), len(p.Support()), c.tau, c.iters, c.threads)
+	layout := "dense"
+	if st.sparse {
+		layout = "sparse"
+	}
+	fmt.Fprintf(w, "C. elegans ELBO step: %d worms, N = %d, T = %d, %d known neurons per worm, %s (%.1f candidates per row), |support W| = %d, K = 1, τ = %g, L = %d, float64, %d threads, permlab's guide %s (-layout %s)\n\n",
+		c.worms, c.neurons, c.t, c.known, setting, candidates(p.N(), masks), len(p.Support()), c.tau, c.iters, c.threads, layout, c.layout)
 
 	dir, err := os.MkdirTemp("", "permlab-celegans-bench-")
 	if err != nil {
@@ -421,7 +433,9 @@ func candidates(n int, masks []*perm.Mask) float64 {
 type stepper struct {
 	c      config
 	p      *celegans.Problem
-	pg     *vi.GumbelSinkhorn
+	pgX    *ad.Param                   // the permutation guide's logits
+	dense  func(x []float64) []float64 // the logits' layout to (B, N, N)
+	sparse bool                        // the guide is vi.SparseGumbelSinkhorn
 	wg     *vi.Normal
 	guides []vi.Guide
 	params []*ad.Param
@@ -435,17 +449,66 @@ type stepper struct {
 // check exercises non-trivial values): X_ij ~ N(0, 0.5²), μ ~ N(0, 0.1²) and
 // σ = softplus(ρ) around the default initial standard deviation.
 func newStepper(c config, p *celegans.Problem, masks []*perm.Mask) (*stepper, error) {
-	pg, err := vi.NewGumbelSinkhorn("P", p.Worms(), p.N(), masks, optim.Constant(c.tau), c.tauPrior, c.iters)
+	cm := celegans.NewModel(p)
+	spec, err := models.Check(cm)
 	if err != nil {
 		return nil, err
+	}
+	ps := spec.Perms[0]
+	sparse := false
+	switch c.layout {
+	case "sparse":
+		sparse = true
+	case "auto":
+		sparse = masks != nil && ps.N >= vi.SparseMinN && ps.Density() <= vi.SparseDensity
+	}
+	n, b := p.N(), p.Worms()
+	// The initial logits of every entry, as the dense guide holds them;
+	// the sparse guide keeps those of the allowed entries.
+	rng := rand.New(rand.NewPCG(c.seed, 0x1e17))
+	x0 := make([]float64, b*n*n)
+	for i := range x0 {
+		x0[i] = 0.5 * rng.NormFloat64()
+	}
+	var pg vi.Guide
+	var pgX *ad.Param
+	dense := func(x []float64) []float64 { return x }
+	if sparse {
+		pats, err := ps.Patterns()
+		if err != nil {
+			return nil, err
+		}
+		g, err := vi.NewSparseGumbelSinkhorn("P", pats, optim.Constant(c.tau), c.tauPrior, c.iters)
+		if err != nil {
+			return nil, err
+		}
+		for j, pat := range pats {
+			v, err := pat.Values(mat.NewDense(n, n, x0[j*n*n:(j+1)*n*n]))
+			if err != nil {
+				return nil, err
+			}
+			copy(g.X.Value.Data[g.Offset(j):], v)
+		}
+		dense = func(x []float64) []float64 {
+			out := make([]float64, b*n*n)
+			for j, pat := range pats {
+				d, _ := pat.Dense(x[g.Offset(j):g.Offset(j+1)], 0)
+				copy(out[j*n*n:], d.RawMatrix().Data)
+			}
+			return out
+		}
+		pg, pgX = g, g.X
+	} else {
+		g, err := vi.NewGumbelSinkhorn("P", b, n, masks, optim.Constant(c.tau), c.tauPrior, c.iters)
+		if err != nil {
+			return nil, err
+		}
+		copy(g.X.Value.Data, x0)
+		pg, pgX = g, g.X
 	}
 	wg, err := vi.NewNormal("W", len(p.Support()), nil, c.wStd0, c.sigmaW)
 	if err != nil {
 		return nil, err
-	}
-	rng := rand.New(rand.NewPCG(c.seed, 0x1e17))
-	for i := range pg.X.Value.Data {
-		pg.X.Value.Data[i] = 0.5 * rng.NormFloat64()
 	}
 	for i := range wg.Mu.Value.Data {
 		wg.Mu.Value.Data[i] = 0.1 * rng.NormFloat64()
@@ -456,11 +519,11 @@ func newStepper(c config, p *celegans.Problem, masks []*perm.Mask) (*stepper, er
 	if err != nil {
 		return nil, err
 	}
-	model, err := celegans.NewModel(p).VI()
+	model, err := cm.VI()
 	if err != nil {
 		return nil, err
 	}
-	return &stepper{c: c, p: p, pg: pg, wg: wg, guides: []vi.Guide{pg, wg}, params: params,
+	return &stepper{c: c, p: p, pgX: pgX, dense: dense, sparse: sparse, wg: wg, guides: []vi.Guide{pg, wg}, params: params,
 		model: model, opt: opt, tape: ad.NewTape()}, nil
 }
 
@@ -539,10 +602,13 @@ func (s *stepper) check() (checkResult, error) {
 	if err := t.Backward(ad.Neg(elbo)); err != nil {
 		return checkResult{}, err
 	}
-	for name, prm := range map[string]*ad.Param{"X": s.pg.X, "mu": s.wg.Mu, "rho": s.wg.Rho} {
+	for name, prm := range map[string]*ad.Param{"X": s.pgX, "mu": s.wg.Mu, "rho": s.wg.Rho} {
 		g := make([]float64, len(prm.Grad.Data))
 		for i, v := range prm.Grad.Data {
 			g[i] = -v // Backward saw −ELBO
+		}
+		if name == "X" {
+			g = s.dense(g)
 		}
 		res.grads[name] = g
 	}
@@ -683,7 +749,7 @@ func writeProblem(dir string, c config, p *celegans.Problem, ys [][]float64, mas
 		shape []int
 	}{
 		{"support", sup, []int{e, 2}},
-		{"X0", st.pg.X.Value.Data, []int{b, n, n}},
+		{"X0", st.dense(st.pgX.Value.Data), []int{b, n, n}},
 		{"mu0", st.wg.Mu.Value.Data, []int{e}},
 		{"rho0", st.wg.Rho.Value.Data, []int{e}},
 		{"check_gumbel", gumbel, []int{b, n, n}},
