@@ -135,32 +135,9 @@ func (m *Model) logLikData(t *ad.Tape, z *models.Sample) *ad.Var {
 		w := wval[k*ne : (k+1)*ne]
 		d := &terms[q]
 		ix := idx[j]
-		// U = Pᵀ X, by columns of P.
-		rowsParallel(n, func(lo, hi int, coef []float64) {
-			for c := lo; c < hi; c++ {
-				es := ix.colEntry[ix.colPtr[c]:ix.colPtr[c+1]]
-				k := coef[:len(es)]
-				for a, e := range es {
-					k[a] = p[e]
-				}
-				uc := d.u[c*tt : (c+1)*tt]
-				clear(uc)
-				f64.AxpyGather(uc, k, x, tt, ix.colRows[ix.colPtr[c]:ix.colPtr[c+1]])
-			}
-		})
-		// V = W U.
-		rowsParallel(n, func(lo, hi int, coef []float64) {
-			for r := lo; r < hi; r++ {
-				xs := m.wRowX[r]
-				k := coef[:len(xs)]
-				for a, e := range xs {
-					k[a] = w[e]
-				}
-				vr := d.v[r*tt : (r+1)*tt]
-				clear(vr)
-				f64.AxpyGather(vr, k, d.u, tt, m.wRowCol[r])
-			}
-		})
+		// U = Pᵀ X, by columns of P; V = W U.
+		rowsParallel(n, func(lo, hi int, coef []float64) { ix.transposeTimes(d.u, x, p, tt, lo, hi, coef) })
+		rowsParallel(n, func(lo, hi int, coef []float64) { sparseTimes(d.v, d.u, m.wRowCol, m.wRowX, w, tt, lo, hi, coef) })
 		// R = Y − P V, and its squares by row.
 		rowsParallel(n, func(lo, hi int, _ []float64) {
 			for i := lo; i < hi; i++ {
@@ -215,18 +192,7 @@ func (m *Model) logLikData(t *ad.Tape, z *models.Sample) *ad.Var {
 				}
 			})
 			// V̄ = Pᵀ Z̄, into V's block.
-			rowsParallel(n, func(lo, hi int, coef []float64) {
-				for cc := lo; cc < hi; cc++ {
-					es := ix.colEntry[ix.colPtr[cc]:ix.colPtr[cc+1]]
-					k := coef[:len(es)]
-					for a, e := range es {
-						k[a] = p[e]
-					}
-					vc := d.v[cc*tt : (cc+1)*tt]
-					clear(vc)
-					f64.AxpyGather(vc, k, d.r, tt, ix.colRows[ix.colPtr[cc]:ix.colPtr[cc+1]])
-				}
-			})
+			rowsParallel(n, func(lo, hi int, coef []float64) { ix.transposeTimes(d.v, d.r, p, tt, lo, hi, coef) })
 			// W̄[r][c] = V̄[r]·U[c].
 			if gw != nil {
 				gwk := gw[k*ne : (k+1)*ne]
@@ -244,18 +210,7 @@ func (m *Model) logLikData(t *ad.Tape, z *models.Sample) *ad.Var {
 				continue
 			}
 			// Ū = Wᵀ V̄, into U's block; then P̄ += X Ūᵀ on the candidates.
-			rowsParallel(n, func(lo, hi int, coef []float64) {
-				for cc := lo; cc < hi; cc++ {
-					xs := m.wColX[cc]
-					k := coef[:len(xs)]
-					for a, e := range xs {
-						k[a] = w[e]
-					}
-					uc := d.u[cc*tt : (cc+1)*tt]
-					clear(uc)
-					f64.AxpyGather(uc, k, d.v, tt, m.wColRow[cc])
-				}
-			})
+			rowsParallel(n, func(lo, hi int, coef []float64) { sparseTimes(d.u, d.v, m.wColRow, m.wColX, w, tt, lo, hi, coef) })
 			rowsParallel(n, func(lo, hi int, tmp []float64) {
 				for i := lo; i < hi; i++ {
 					a, b := ix.rowPtr[i], ix.rowPtr[i+1]
@@ -267,6 +222,37 @@ func (m *Model) logLikData(t *ad.Tape, z *models.Sample) *ad.Var {
 			})
 		}
 	})
+}
+
+// transposeTimes sets rows [lo, hi) of dst = Pᵀ src for the P with entries
+// p on the pattern: dst[c] = Σ_{(i, c) allowed} P[i][c]·src[i], rows of
+// length tt.
+func (ix *patternIndex) transposeTimes(dst, src, p []float64, tt, lo, hi int, coef []float64) {
+	for c := lo; c < hi; c++ {
+		es := ix.colEntry[ix.colPtr[c]:ix.colPtr[c+1]]
+		k := coef[:len(es)]
+		for a, e := range es {
+			k[a] = p[e]
+		}
+		dc := dst[c*tt : (c+1)*tt]
+		clear(dc)
+		f64.AxpyGather(dc, k, src, tt, ix.colRows[ix.colPtr[c]:ix.colPtr[c+1]])
+	}
+}
+
+// sparseTimes sets rows [lo, hi) of dst = M src for the sparse M whose row
+// r holds w[xs[r][a]] in column cols[r][a] (W or Wᵀ by the grouping), rows
+// of length tt.
+func sparseTimes(dst, src []float64, cols, xs [][]int, w []float64, tt, lo, hi int, coef []float64) {
+	for r := lo; r < hi; r++ {
+		k := coef[:len(xs[r])]
+		for a, e := range xs[r] {
+			k[a] = w[e]
+		}
+		dr := dst[r*tt : (r+1)*tt]
+		clear(dr)
+		f64.AxpyGather(dr, k, src, tt, cols[r])
+	}
 }
 
 // rowsParallel runs f over [0, n) in contiguous chunks on up to GOMAXPROCS

@@ -183,25 +183,36 @@ func (g *GumbelSinkhorn) Rsample(t *ad.Tape, s Step) (*ad.Var, Divergence, error
 // kl records the Gumbel-space KL of the allowed entries of x at
 // temperature tau.
 func (g *GumbelSinkhorn) kl(t *ad.Tape, x *ad.Var, tau float64) (*ad.Var, error) {
-	tp := g.TauPrior
+	if g.PriorLogits != nil && len(g.PriorLogits) != g.b*g.n*g.n {
+		return nil, fmt.Errorf("%d prior logits for %d×%d×%d parameters", len(g.PriorLogits), g.b, g.n, g.n)
+	}
+	prior := func(e int) float64 { return g.PriorLogits[g.idx[e]] }
+	if g.PriorLogits == nil {
+		prior = nil
+	}
+	return gumbelSpaceKL(t, ad.Take(ad.Reshape(x, g.b*g.n*g.n), g.idx), prior, tau, g.TauPrior)
+}
+
+// gumbelSpaceKL records Σ_e KL((x_e + ε)/τ ‖ (x₀_e + ε')/τ_prior) over the
+// entries of x, with x₀_e = prior(e) (nil: zero) and τ_prior = tauPrior, or
+// τ when tauPrior is 0: the zero-location KL of dist.GumbelKLVar at
+// x − x₀ τ/τ_prior (see GumbelSinkhorn).
+func gumbelSpaceKL(t *ad.Tape, x *ad.Var, prior func(e int) float64, tau, tauPrior float64) (*ad.Var, error) {
+	tp := tauPrior
 	switch {
 	case tp == 0:
 		tp = tau
 	case !(tp > 0) || math.IsInf(tp, 0):
 		return nil, fmt.Errorf("prior temperature is %v", tp)
 	}
-	xa := ad.Take(ad.Reshape(x, g.b*g.n*g.n), g.idx)
-	if g.PriorLogits != nil {
-		if len(g.PriorLogits) != g.b*g.n*g.n {
-			return nil, fmt.Errorf("%d prior logits for %d×%d×%d parameters", len(g.PriorLogits), g.b, g.n, g.n)
+	if prior != nil {
+		shift := t.Alloc(x.Size())
+		for e := range shift {
+			shift[e] = prior(e) * tau / tp
 		}
-		shift := t.Alloc(len(g.idx))
-		for k, i := range g.idx {
-			shift[k] = g.PriorLogits[i] * tau / tp
-		}
-		xa = ad.Sub(xa, t.Const(&ad.Tensor{Shape: []int{len(shift)}, Data: shift}))
+		x = ad.Sub(x, t.Const(&ad.Tensor{Shape: []int{len(shift)}, Data: shift}))
 	}
-	return dist.GumbelKLVar(xa, tau, tp), nil
+	return dist.GumbelKLVar(x, tau, tp), nil
 }
 
 // Logits returns a copy of X_b with forbidden entries set to −∞.

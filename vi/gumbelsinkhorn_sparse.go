@@ -152,24 +152,13 @@ func (g *SparseGumbelSinkhorn) Rsample(t *ad.Tape, s Step) (*ad.Var, Divergence,
 // kl records the Gumbel-space KL of the entries of x at temperature tau, as
 // GumbelSinkhorn.kl does for its allowed entries.
 func (g *SparseGumbelSinkhorn) kl(t *ad.Tape, x *ad.Var, tau float64) (*ad.Var, error) {
-	tp := g.TauPrior
-	switch {
-	case tp == 0:
-		tp = tau
-	case !(tp > 0) || math.IsInf(tp, 0):
-		return nil, fmt.Errorf("prior temperature is %v", tp)
+	if g.PriorLogits == nil {
+		return gumbelSpaceKL(t, x, nil, tau, g.TauPrior)
 	}
-	if g.PriorLogits != nil {
-		if len(g.PriorLogits) != len(g.X.Value.Data) {
-			return nil, fmt.Errorf("%d prior logits for %d allowed entries", len(g.PriorLogits), len(g.X.Value.Data))
-		}
-		shift := t.Alloc(len(g.PriorLogits))
-		for e, v := range g.PriorLogits {
-			shift[e] = v * tau / tp
-		}
-		x = ad.Sub(x, t.Const(&ad.Tensor{Shape: []int{len(shift)}, Data: shift}))
+	if len(g.PriorLogits) != len(g.X.Value.Data) {
+		return nil, fmt.Errorf("%d prior logits for %d allowed entries", len(g.PriorLogits), len(g.X.Value.Data))
 	}
-	return dist.GumbelKLVar(x, tau, tp), nil
+	return gumbelSpaceKL(t, x, func(e int) float64 { return g.PriorLogits[e] }, tau, g.TauPrior)
 }
 
 // concatColumns joins the (k, w_b) values parts side by side into one
