@@ -1,6 +1,7 @@
 package celegans
 
 import (
+	"context"
 	"math"
 	"math/rand/v2"
 	"runtime"
@@ -276,4 +277,22 @@ func TestModelDenseProducts(t *testing.T) {
 			assert.InDeltaSlice(t, ref[2], gw, 1e-9*maxAbs(ref[2]), "ν %g: W gradient", nu)
 		}
 	}
+}
+
+// TestSolveDataForm: the variational methods run on a problem in the data
+// form, polishing skipped (it needs the moments), and MCMC says why it
+// cannot.
+func TestSolveDataForm(t *testing.T) {
+	sim, masks := simFor(t, 16, 1, 2, 60, 0.3, 2)
+	_, pd := dataProblem(t, sim, masks)
+	s := DefaultSettings()
+	s.Steps, s.Draws, s.PlateauWindow = 40, 5, 0
+	for _, m := range []Method{GumbelSinkhorn, Rounding} {
+		out, err := Solve(context.Background(), pd, m, s, 3)
+		require.NoError(t, err, "%s", m)
+		assert.True(t, math.IsNaN(out.PolishGain), "%s: polishing is skipped", m)
+		assert.Positive(t, out.Accuracy)
+	}
+	_, err := Solve(context.Background(), pd, MCMC, s, 3)
+	assert.ErrorContains(t, err, "needs the N × N moments")
 }
