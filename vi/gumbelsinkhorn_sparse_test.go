@@ -4,6 +4,7 @@ import (
 	"context"
 	"math"
 	"math/rand/v2"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -275,3 +276,35 @@ func hasNote(notes []string, s string) bool {
 }
 
 func denseOf(x []float64, n int) *mat.Dense { return mat.NewDense(n, n, x) }
+
+// TestFitModelSparseResume: a sparse-layout fit cancelled midway and
+// resumed from its checkpoint returns what an uninterrupted one returns.
+func TestFitModelSparseResume(t *testing.T) {
+	m := newScoreModel(t, 10, 2, 1, 2, 5)
+	o := ModelOptions{Seed: 6, Steps: 200, K: 2, PermLayout: LayoutSparse, ELBOSamples: 100, PosteriorDraws: 100, Workers: 1}
+	want, err := FitModel(context.Background(), m, o)
+	require.NoError(t, err)
+	require.IsType(t, &SparseGumbelSinkhorn{}, want.Guides[0])
+
+	o.Checkpoint = filepath.Join(t.TempDir(), "fit")
+	o.CheckpointEvery = 30
+	ctx, cancel := context.WithCancel(context.Background())
+	o.ProgressEvery = 1
+	o.Progress = func(p ModelProgress) {
+		if p.Step == 80 {
+			cancel()
+		}
+	}
+	_, err = FitModel(ctx, m, o)
+	require.ErrorIs(t, err, context.Canceled)
+	o.Progress = nil
+	got, err := FitModel(context.Background(), m, o)
+	require.NoError(t, err)
+	require.Equal(t, want.ELBO, got.ELBO)
+	require.Equal(t, want.Posterior.Perms["P"].Marginals, got.Posterior.Perms["P"].Marginals)
+
+	// A checkpoint of the other layout is refused with a reason.
+	o.PermLayout = LayoutDense
+	_, err = FitModel(context.Background(), m, o)
+	require.ErrorContains(t, err, "values, model has")
+}

@@ -39,6 +39,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"runtime/pprof"
 	"slices"
 	"sort"
 	"strconv"
@@ -86,6 +87,7 @@ type config struct {
 	n          int
 	layout     string
 	budget     time.Duration
+	profile    string
 }
 
 func main() {
@@ -120,6 +122,7 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	fs.IntVar(&c.n, "n", 0, "internal: neurons of the child run")
 	fs.StringVar(&c.layout, "layout", "", "internal: layout of the child run")
 	fs.DurationVar(&c.budget, "budget", 0, "internal: budget of the child run")
+	fs.StringVar(&c.profile, "cpuprofile", "", "with -child: write a CPU profile of the fit to this file")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -186,6 +189,17 @@ func parseInts(s string) ([]int, error) {
 
 func run(c *config) error {
 	if c.child {
+		if c.profile != "" {
+			f, err := os.Create(c.profile)
+			if err != nil {
+				return fmt.Errorf("-cpuprofile: %w", err)
+			}
+			defer f.Close()
+			if err := pprof.StartCPUProfile(f); err != nil {
+				return fmt.Errorf("-cpuprofile: %w", err)
+			}
+			defer pprof.StopCPUProfile()
+		}
 		r, err := one(c)
 		if err != nil {
 			return err
