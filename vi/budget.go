@@ -2,8 +2,11 @@ package vi
 
 import (
 	"math"
+	"math/rand/v2"
 	"slices"
 	"time"
+
+	"github.com/permlab/permlab/dist"
 )
 
 // budgetSafety scales the measured cost of the work after the fits into
@@ -45,13 +48,13 @@ func (c *stepClock) mean() time.Duration {
 
 // reserve returns the time the Budget keeps after the fits: for the
 // posterior, PosteriorDraws + 1 times the measured cost of one draw of
-// every site (the draws, their summary and the matching of the
-// marginals), and for a
-// fit's fresh ELBO estimate ⌈ELBOSamples/K⌉ steps of the given length (a
-// step evaluates and differentiates K samples; the estimate only
-// evaluates), each times budgetSafety.
+// every site plus the measured fixed cost of their summary (the marginals
+// and their matching), and for a fit's fresh ELBO estimate
+// ⌈ELBOSamples/K⌉ steps of the given length (a step evaluates and
+// differentiates K samples; the estimate only evaluates), each times
+// budgetSafety.
 func (p *modelPlan) reserve(step time.Duration) time.Duration {
-	r := time.Duration(p.o.PosteriorDraws+1) * time.Duration(p.drawCost.Load())
+	r := time.Duration(p.o.PosteriorDraws+1)*time.Duration(p.drawCost.Load()) + time.Duration(p.drawFixed.Load())
 	if p.o.ELBOSamples > 0 {
 		r += time.Duration(math.Ceil(float64(p.o.ELBOSamples)/float64(p.o.K))) * step
 	}
@@ -71,10 +74,24 @@ func (p *modelPlan) timeUp(longest, step time.Duration) bool {
 
 // timeDraws measures the cost of one posterior draw of the guides, once
 // per FitModel call, for the reserve: the time of up to 16 draws and their
-// summary, per draw. Its random numbers are its own, so it changes no
-// result.
+// summary, split into a cost per draw and the summary's fixed cost when
+// every permutation guide can draw alone (hardDraws); otherwise all of it
+// per draw. Its random numbers are its own, so it changes no result.
 func (p *modelPlan) timeDraws(guides []Guide) {
-	p.drawOnce.Do(func() { p.retimeDraws(guides, 16) })
+	p.drawOnce.Do(func() {
+		k := min(p.o.PosteriorDraws, 16)
+		t0 := time.Now()
+		if _, err := p.posteriorN(guides, k); err != nil {
+			return
+		}
+		full := time.Since(t0)
+		if hard, ok := p.hardDraws(guides, k); ok {
+			p.drawCost.Store(int64(hard / time.Duration(k)))
+			p.drawFixed.Store(int64(max(full-hard, 0)))
+			return
+		}
+		p.drawCost.Store(int64(full / time.Duration(k)))
+	})
 }
 
 // retimeEvery is the number of steps of a fit under a Budget after which
@@ -84,12 +101,49 @@ func (p *modelPlan) timeDraws(guides []Guide) {
 // it. Two draws every 100 steps cost well under a step each.
 const retimeEvery = 100
 
-// retimeDraws times up to k posterior draws of guides and makes their cost
-// per draw the reserve's.
+// retimeDraws times k posterior draws of guides and makes their cost per
+// draw the reserve's: the draws alone when the guides allow it (the
+// summary's fixed cost stays as first timed, and no N × N marginals are
+// built every 100 steps), the draws and their summary otherwise.
 func (p *modelPlan) retimeDraws(guides []Guide, k int) {
 	k = min(p.o.PosteriorDraws, k)
+	if hard, ok := p.hardDraws(guides, k); ok {
+		p.drawCost.Store(int64(hard / time.Duration(k)))
+		return
+	}
 	t0 := time.Now()
 	if _, err := p.posteriorN(guides, k); err == nil {
 		p.drawCost.Store(int64(time.Since(t0) / time.Duration(k)))
 	}
+}
+
+// hardDraws times k hard draws of every permutation guide, without the
+// summary, with random numbers of its own; ok is false if a permutation
+// guide has no such draw (the rounding guide) or a draw fails.
+func (p *modelPlan) hardDraws(guides []Guide, k int) (time.Duration, bool) {
+	rng := rand.New(rand.NewPCG(deriveSeed(p.o.Seed, seedDraws, 1), 0x74696d65))
+	t0 := time.Now()
+	for _, g := range guides {
+		switch g := g.(type) {
+		case *GumbelSinkhorn:
+			for b := range g.b {
+				if _, err := (dist.GumbelMatching{X: g.Logits(b)}).RandBatch(k, rng); err != nil {
+					return 0, false
+				}
+			}
+		case *SparseGumbelSinkhorn:
+			if _, err := g.draws(k, rng); err != nil {
+				return 0, false
+			}
+		case *Rounding:
+			return 0, false
+		case PermGuide:
+			for range k {
+				if _, err := g.Draw(rng); err != nil {
+					return 0, false
+				}
+			}
+		}
+	}
+	return time.Since(t0), true
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"gonum.org/v1/gonum/mat"
 
@@ -307,4 +308,33 @@ func TestFitModelSparseResume(t *testing.T) {
 	o.PermLayout = LayoutDense
 	_, err = FitModel(context.Background(), m, o)
 	require.ErrorContains(t, err, "values, model has")
+}
+
+// TestBudgetDrawTiming: under a Budget the reserve's draw cost is timed on
+// the draws alone where the guides allow it, and the summary's fixed cost
+// apart, so that a large site's N × N marginals are not rebuilt every 100
+// steps nor counted once per draw.
+func TestBudgetDrawTiming(t *testing.T) {
+	m := newScoreModel(t, 70, 1, 2, 1, 3)
+	spec, err := models.Check(m)
+	require.NoError(t, err)
+	for _, kind := range []GuideKind{GuideGumbelSinkhorn, GuideRounding} {
+		o := ModelOptions{Seed: 1, Guides: map[string]GuideKind{"P": kind}}
+		require.NoError(t, o.setDefaults())
+		p, err := newModelPlan(spec, o)
+		require.NoError(t, err)
+		guides, err := p.newGuides(1)
+		require.NoError(t, err)
+		_, ok := p.hardDraws(guides, 2)
+		require.Equal(t, kind == GuideGumbelSinkhorn, ok, "%v", kind)
+		p.timeDraws(guides)
+		assert.Positive(t, p.drawCost.Load(), "%v", kind)
+		if kind == GuideRounding {
+			assert.Zero(t, p.drawFixed.Load(), "everything counted per draw")
+		} else {
+			assert.GreaterOrEqual(t, p.drawFixed.Load(), int64(0))
+		}
+		p.retimeDraws(guides, 2)
+		assert.Positive(t, p.drawCost.Load(), "%v", kind)
+	}
 }

@@ -35,6 +35,7 @@ type modelPlan struct {
 	budgetHit atomic.Bool   // a fit stopped at the deadline
 	drawOnce  sync.Once     // times drawCost
 	drawCost  atomic.Int64  // cost of one posterior draw in ns, timed under a Budget
+	drawFixed atomic.Int64  // the posterior summary's cost beyond its draws, in ns
 
 	polishDeadline  time.Time // end of the check's share of the Budget; zero without one
 	polishTruncated int       // searches the Budget ended
