@@ -371,6 +371,7 @@ func (m *Model) logLikOp(t *ad.Tape, pv, wv *ad.Var, kk int) *ad.Var {
 		states[q] = pairState{pt: t.AllocRaw(nn), bm: t.AllocRaw(nn), as: t.AllocRaw(nn), a: t.AllocRaw(nn), coef: t.AllocRaw(n), gw: t.AllocRaw(e)}
 		if m.gemm[q%b] {
 			states[q].pm = t.AllocRaw(nn)
+			states[q].pk, _ = packedPool.Get().(*f64.Packed) // nil when empty: PackTo allocates
 		}
 	}
 	terms := make([]float64, kk*b)
@@ -490,8 +491,18 @@ func (m *Model) logLikOp(t *ad.Tape, pv, wv *ad.Var, kk int) *ad.Var {
 				floats.Add(gw[k*e:(k+1)*e], states[q].gw)
 			}
 		}
+		for q := range states {
+			if states[q].pk != nil {
+				packedPool.Put(states[q].pk)
+			}
+		}
 	})
 }
+
+// packedPool keeps the packed N × N factors of the dense products with P
+// from one evaluation to the next (an evaluation that is never
+// differentiated leaves its own to the collector).
+var packedPool sync.Pool
 
 // parallel runs f(0..n-1) on up to GOMAXPROCS goroutines. Each index writes
 // only its own outputs, so results do not depend on scheduling.

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 
 	"gonum.org/v1/gonum/mat"
 )
@@ -101,7 +102,7 @@ func SampleSparseWeights(c *Connectome, factor float64, seed uint64) (*SparseWei
 		for a := range order {
 			order[a] = a
 		}
-		sortBy(order, func(a int) int { return rows[i][a] })
+		slices.SortFunc(order, func(a, b int) int { return rows[i][a] - rows[i][b] }) // distinct columns
 		for _, a := range order {
 			w.cols = append(w.cols, rows[i][a])
 			w.vals = append(w.vals, vals[i][a])
@@ -154,13 +155,4 @@ func dot(a, b []float64) float64 {
 		s += x * b[i]
 	}
 	return s
-}
-
-// sortBy sorts idx by key (insertion sort: rows are short).
-func sortBy(idx []int, key func(int) int) {
-	for a := 1; a < len(idx); a++ {
-		for b := a; b > 0 && key(idx[b]) < key(idx[b-1]); b-- {
-			idx[b], idx[b-1] = idx[b-1], idx[b]
-		}
-	}
 }
