@@ -41,6 +41,8 @@ func (f fingerprint) mismatch(g fingerprint) string {
 		return fmt.Sprintf("it was written with Seed = %d, this run has %d", f.Seed, g.Seed)
 	case len(f.Names) != len(g.Names):
 		return fmt.Sprintf("it holds %d parameters, this run has %d", len(f.Names), len(g.Names))
+	case len(f.Shapes) != len(f.Names):
+		return fmt.Sprintf("it names %d parameters but gives %d shapes", len(f.Names), len(f.Shapes))
 	}
 	for i := range f.Names {
 		if f.Names[i] != g.Names[i] || !slices.Equal(f.Shapes[i], g.Shapes[i]) {

@@ -81,6 +81,8 @@ func FuzzResume(f *testing.F) {
 		func(c *checkpoint) { c.Optim.Steps = -3 },
 		func(c *checkpoint) { c.Optim.Moments = c.Optim.Moments[:1] },
 		func(c *checkpoint) { c.Fingerprint.Names = nil },
+		func(c *checkpoint) { c.Fingerprint.Shapes = nil },
+		func(c *checkpoint) { c.Fingerprint.Shapes = c.Fingerprint.Shapes[:1] },
 		func(c *checkpoint) { c.Fingerprint.Shapes = [][]int{{1 << 62, 1 << 62}} },
 	} {
 		var c checkpoint
