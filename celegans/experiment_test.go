@@ -419,6 +419,10 @@ func TestExperimentFailures(t *testing.T) {
 	md := sum.Markdown()
 	assert.Contains(t, md, "[n=1]")
 	assert.Contains(t, md, "- a seed 1 gumbel-sinkhorn: boom")
+	assert.Contains(t, md, "from the masked matching of the assignment frequencies of posterior draws (30 hard draws", "the engines' estimate")
+	old := *sum
+	old.Settings.Draws = 0 // as read from the summary of the methods' own loops
+	assert.Contains(t, old.Markdown(), "from the matching of the posterior mean;")
 	assert.Contains(t, lines.String(), "[2/8] a seed 1 gumbel-sinkhorn: FAILED: boom")
 	assert.Contains(t, lines.String(), "[3/8] a seed 2 mcmc: accuracy 0.200 (unknown 0.100), 7 sweeps in 1.5 s")
 

@@ -107,7 +107,7 @@ func AccuracyFigure(s *Summary, table int) (*plot.Plot, error) {
 // method on one cell of the summary (key or label): one line per seed, from
 // Outcome.Trace (recorded when Settings.TraceEvery > 0, from the current
 // variational parameters or MCMC state), and a filled circle at the final
-// estimate (the matching of the posterior mean) of each run.
+// estimate of each run (see Solve).
 func TraceFigure(s *Summary, cell string) (*plot.Plot, error) {
 	if s == nil {
 		return nil, fmt.Errorf("celegans: TraceFigure: nil summary")
