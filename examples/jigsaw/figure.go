@@ -1,7 +1,9 @@
 package main
 
 import (
+	"fmt"
 	"os"
+	"path/filepath"
 
 	"github.com/permlab/permlab/models/jigsaw"
 	"github.com/permlab/permlab/perm"
@@ -70,4 +72,43 @@ func writeFigure(path string, net *jigsaw.Net, ens *jigsaw.Ensemble, z *jigsaw.P
 		return err
 	}
 	return f.Close()
+}
+
+// runFigure draws the figure of a saved network (the figure subcommand):
+// the figure an eval run with the same flags writes beside its record, for
+// the first figureRows held-out puzzles, and nothing else.
+func runFigure(o options) error {
+	train, test, name, err := load(o)
+	if err != nil {
+		return err
+	}
+	net, rec, err := loadTrained(o, "-load", o.load, o.p, train)
+	if err != nil {
+		return err
+	}
+	ens, err := ensembleOf(o, net, o.p, train, rec)
+	if err != nil {
+		return err
+	}
+	dec := o.dec
+	if dec.Pair, err = pairWeights(o, net, test, rec); err != nil {
+		return err
+	}
+	z, err := jigsaw.MakePuzzles(net.Grid(), test.Subset(seq(min(figureRows, test.N))).Pixels, nil, evalRNG(o.seed))
+	if err != nil {
+		return err
+	}
+	taus, err := parseFloats(o.figTaus)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(o.out, 0o755); err != nil {
+		return err
+	}
+	path := filepath.Join(o.out, fmt.Sprintf("jigsaw_%s_p%d_figure.png", safe(name), o.p))
+	if err := writeFigure(path, net, ens, z, taus, dec); err != nil {
+		return err
+	}
+	fmt.Fprintf(os.Stderr, "wrote %s\n", path)
+	return nil
 }

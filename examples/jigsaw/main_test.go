@@ -61,7 +61,7 @@ func TestImagesFolderRun(t *testing.T) {
 	require.NotNil(t, r.Oracle)
 	assert.Equal(t, jigsaw.Metrics{Puzzles: 1, KendallTau: 1}, *r.Oracle)
 	o.oracle = true
-	assert.ErrorContains(t, run(context.Background(), o), "-oracle needs -mnist")
+	assert.ErrorContains(t, run(context.Background(), o), "oracle needs -mnist")
 	f, err := os.Open(filepath.Join(out, "jigsaw_images-"+filepath.Base(in)+"_p2.png"))
 	require.NoError(t, err)
 	defer f.Close()
@@ -75,6 +75,20 @@ func TestImagesFolderRun(t *testing.T) {
 	// -load evaluates the saved network without training: the same
 	// metrics, the training fields from the JSON beside it.
 	gob := filepath.Join(out, "jigsaw_images-"+filepath.Base(in)+"_p2.gob")
+
+	// The figure subcommand draws the same figure, from the command line,
+	// and writes nothing else.
+	figDir := t.TempDir()
+	code, stderr := runCLI("figure", "-images", in, "-size", "12", "-p", "2", "-load", gob, "-figtaus", "1,0.1", "-out", figDir)
+	require.Equal(t, 0, code, stderr)
+	drawn, err := os.ReadFile(filepath.Join(figDir, "jigsaw_images-"+filepath.Base(in)+"_p2_figure.png"))
+	require.NoError(t, err)
+	evalFig, err := os.ReadFile(filepath.Join(out, "jigsaw_images-"+filepath.Base(in)+"_p2.png"))
+	require.NoError(t, err)
+	assert.Equal(t, evalFig, drawn, "the figure of the training run")
+	entries, err := os.ReadDir(figDir)
+	require.NoError(t, err)
+	assert.Len(t, entries, 1)
 	again := t.TempDir()
 	o.oracle, o.load, o.out = false, gob, again
 	require.NoError(t, run(context.Background(), o))
@@ -419,7 +433,7 @@ func TestEnsembleFlag(t *testing.T) {
 	o.load = ""
 	assert.ErrorContains(t, run(context.Background(), o), "it needs -load")
 	o.load, o.pairs = gobs[0], "pairs.json"
-	assert.ErrorContains(t, run(context.Background(), o), "excludes -pairs and -fit-pairs")
+	assert.ErrorContains(t, run(context.Background(), o), "excludes -pairs and fit-pairs")
 	o.pairs, o.ensemble = "", filepath.Join(t.TempDir(), "missing.gob")
 	assert.ErrorContains(t, run(context.Background(), o), "-ensemble")
 	o.ensemble, o.p = gobs[1], 3

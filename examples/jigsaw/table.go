@@ -339,7 +339,7 @@ func oracleDraw(z *jigsaw.Puzzles, seed uint64, k int) (*jigsaw.Metrics, error) 
 // beside the paper's Table 2. It trains nothing.
 func runOracle(o options) error {
 	if o.mnist == "" {
-		return errors.New("-oracle needs -mnist DIR")
+		return errors.New("oracle needs -mnist DIR")
 	}
 	sizes, err := parseSizes(o.sizes)
 	if err != nil {

@@ -16,7 +16,7 @@ import (
 // For 28 px MNIST digits this drops at most a 2 px frame (p = 3, 5, 6), which
 // is mostly blank: on the test digits, the 1 px of p = 3 cuts ink off 1.1% of
 // them (0.01% of all ink), the 2 px frame of p = 6 off 11.9% (0.23% of the
-// ink; the -oracle table of examples/jigsaw prints these shares).
+// ink; the oracle subcommand of examples/jigsaw prints these shares).
 //
 // Pieces are numbered in row-major order of their position in the image:
 // piece k = r·P + c sits in row r, column c. A piece is stored as a vector of
