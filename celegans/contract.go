@@ -234,6 +234,9 @@ func (m *Model) fast(s *models.State) (*fastState, error) {
 // LogLikState implements models.StateLogLiker: LogLik's value at an exact
 // state, in O(worms·N²) without a tape.
 func (m *Model) LogLikState(s *models.State) (float64, error) {
+	if m.data {
+		return m.logLikStateData(s)
+	}
 	fs, err := m.fast(s)
 	if err != nil {
 		return 0, err
@@ -251,6 +254,13 @@ func (m *Model) LogLikState(s *models.State) (float64, error) {
 func (m *Model) SwapDelta(s *models.State, site string, b, i, k int) (float64, error) {
 	if site != SiteP {
 		return 0, fmt.Errorf("celegans: Model.SwapDelta: %q is not a permutation site", site)
+	}
+	if m.data {
+		f, err := m.swapDeltaData(s, b)
+		if err != nil {
+			return 0, fmt.Errorf("celegans: Model.SwapDelta: %w", err)
+		}
+		return f(s.Perms[SiteP][b], i, k), nil
 	}
 	fs, err := m.fast(s)
 	if err != nil {
@@ -271,6 +281,13 @@ func (m *Model) PrepareSwap(s *models.State, site string, b int) (func(p perm.Pe
 	if site != SiteP {
 		return nil, fmt.Errorf("celegans: Model.PrepareSwap: %q is not a permutation site", site)
 	}
+	if m.data {
+		f, err := m.swapDeltaData(s, b)
+		if err != nil {
+			return nil, fmt.Errorf("celegans: Model.PrepareSwap: %w", err)
+		}
+		return f, nil
+	}
 	fs, err := m.fast(s)
 	if err != nil {
 		return nil, err
@@ -282,13 +299,7 @@ func (m *Model) PrepareSwap(s *models.State, site string, b int) (func(p perm.Pe
 }
 
 // ConjugateSites implements models.Conjugate: W has a Gaussian conditional.
-// In the data form there is none: the conditional needs the moments.
-func (m *Model) ConjugateSites() []string {
-	if m.data {
-		return nil
-	}
-	return []string{SiteW}
-}
+func (m *Model) ConjugateSites() []string { return []string{SiteW} }
 
 // SampleConditional implements models.Conjugate: it overwrites W in s with
 // an exact draw from p(W | P, Y), row by row of the canonical W from the
@@ -297,22 +308,27 @@ func (m *Model) SampleConditional(rng *rand.Rand, s *models.State, site string) 
 	if site != SiteW {
 		return fmt.Errorf("celegans: Model.SampleConditional: no conditional for site %q", site)
 	}
-	if m.data {
-		return errDataForm
-	}
 	w := s.Reals[SiteW]
 	if len(s.Perms[SiteP]) != m.P.Worms() || len(w) != len(m.P.support) {
 		return errors.New("celegans: Model.SampleConditional: state does not match the model")
 	}
-	sc := getCondScratch(m.P.N())
-	defer condScratchPool.Put(sc)
-	m.P.pooledCanonical(s.Perms[SiteP], sc.sxx, sc.syx)
-	if err := m.gibbsW().Sample(rng, sc.w, sc.sxx, sc.syx); err != nil {
-		return err
-	}
-	raw := sc.w.RawMatrix()
-	for e, rc := range m.P.support {
-		w[e] = raw.Data[rc[0]*raw.Stride+rc[1]]
+	sxx, syx, release := m.pooled(s.Perms[SiteP])
+	defer release()
+	// Rows in increasing order, each from its posterior (mcmc.RegressionRows.Sample's
+	// draw, without its N × N output).
+	g := m.gibbsW()
+	for r, xs := range m.wRowX {
+		rp, err := g.Posterior(r, sxx, syx)
+		if err != nil {
+			return fmt.Errorf("celegans: Model.SampleConditional: %w", err)
+		}
+		vals := make([]float64, len(xs))
+		if err := rp.Rand(rng, vals); err != nil {
+			return fmt.Errorf("celegans: Model.SampleConditional: %w", err)
+		}
+		for a, x := range xs {
+			w[x] = vals[a]
+		}
 	}
 	return nil
 }
@@ -349,21 +365,17 @@ func (m *Model) MaximizeConditional(s *models.State, site string) error {
 	if site != SiteW {
 		return fmt.Errorf("celegans: Model.MaximizeConditional: no conditional for site %q", site)
 	}
-	if m.data {
-		return errDataForm
-	}
 	w := s.Reals[SiteW]
 	if len(s.Perms[SiteP]) != m.P.Worms() || len(w) != len(m.P.support) {
 		return errors.New("celegans: Model.MaximizeConditional: state does not match the model")
 	}
-	sc := getCondScratch(m.P.N())
-	defer condScratchPool.Put(sc)
-	m.P.pooledCanonical(s.Perms[SiteP], sc.sxx, sc.syx)
+	sxx, syx, release := m.pooled(s.Perms[SiteP])
+	defer release()
 	g := m.gibbsW()
 	for r, xs := range m.wRowX {
 		// The row's posterior is over its support wRowCol[r], whose
 		// entries are W's coordinates wRowX[r], in the same order.
-		rp, err := g.Posterior(r, sc.sxx, sc.syx)
+		rp, err := g.Posterior(r, sxx, syx)
 		if err != nil {
 			return fmt.Errorf("celegans: Model.MaximizeConditional: %w", err)
 		}
@@ -399,17 +411,19 @@ func (m Collapsed) CollapsedLogLik(s *models.State) (float64, error) {
 	if len(ps) != m.P.Worms() {
 		return 0, errors.New("celegans: Model.CollapsedLogLik: state does not match the model")
 	}
-	if m.data {
-		return 0, errDataForm
-	}
-	n := m.P.N()
 	eta2 := m.P.NoiseVar
 	sigma2 := m.SigmaW * m.SigmaW
-	sxx, syx := mat.NewSymDense(n, nil), mat.NewDense(n, n, nil)
-	m.P.pooledCanonical(ps, sxx, syx)
+	sxx, syx, release := m.pooled(ps)
+	defer release()
 	total := 0.0
 	for j := range m.P.Stats {
-		total += m.constant(j) - m.trYY[j]/(2*eta2)
+		tr := 0.0
+		if m.data {
+			tr = m.trYYData(j)
+		} else {
+			tr = m.trYY[j]
+		}
+		total += m.constant(j) - tr/(2*eta2)
 	}
 	for r, cols := range m.wRowCol {
 		d := len(cols)

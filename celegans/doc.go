@@ -97,10 +97,14 @@
 // one's degree distribution and spatial wiring, and Simulate draws W
 // sparsely (SampleSparseWeights) above DenseWeightsMaxN neurons.
 //
-// What still needs the moments, and returns an error in the data form: the
-// MCMC baseline's fast paths (its O(N) swap deltas read N × N statistics,
-// and so does its Gibbs draw of W), the collapsed likelihood (LogLikGap),
-// and so the polishing of estimates. The rounding guide keeps N × N
+// The exact-state paths read the recording too. A state keeps each worm's
+// residual Y − A X, and a swap of two rows' identities changes it in those
+// rows and in the rows with an edge into the two identities, so MCMC's swap
+// delta costs O(degree·T) whatever N (against O(N) from the moments). The
+// Gibbs draw and the conditional maximum of W, and the collapsed likelihood
+// (LogLikGap, the polishing of estimates), read each entry of the pooled
+// moments they need, over the rows of W's support, from the recordings:
+// O(Σ_r deg_r²·T) per draw, nothing N × N. The rounding guide keeps N × N
 // parameters. The scaling table (benchmarks/scale) measures the step, the
 // memory and the accuracy up to 20,000 neurons.
 //

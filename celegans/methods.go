@@ -101,9 +101,7 @@ type Settings struct {
 	TraceEvery int
 
 	// NoPolish turns off the check of every method's estimate against the
-	// model (see Solve), for the paper's plain methods. The check needs
-	// the N × N moments, so a problem in the data form (NewDataStats)
-	// skips it as if NoPolish were set.
+	// model (see Solve), for the paper's plain methods.
 	NoPolish bool
 }
 
@@ -207,9 +205,6 @@ func Solve(ctx context.Context, p *Problem, m Method, s Settings, seed uint64) (
 	// The method's own clock: without the share of the budget that the
 	// polish takes.
 	mc := c
-	if p.Stats[0].DataForm() {
-		s.NoPolish = true
-	}
 	if !s.NoPolish && c.limited() {
 		mc.budget = max(time.Duration((1-polishShare)*float64(s.Budget)), 1)
 		mc.deadline = c.start.Add(mc.budget)
@@ -220,9 +215,6 @@ func Solve(ctx context.Context, p *Problem, m Method, s Settings, seed uint64) (
 	case GumbelSinkhorn, GumbelSinkhornNoReg, Rounding:
 		out, err = solveVI(ctx, p, m, s, seed, mc)
 	case MCMC:
-		if p.Stats[0].DataForm() {
-			return nil, fmt.Errorf("celegans: Solve: the MCMC baseline needs the N × N moments (NewStats) for its swap deltas and Gibbs draws of W; this problem holds the data form (NewDataStats)")
-		}
 		out, err = solveMCMC(ctx, p, s, seed, mc)
 	default:
 		return nil, fmt.Errorf("celegans: Solve: unknown method %q", m)

@@ -253,6 +253,8 @@ type Model struct {
 
 	cacheMu sync.Mutex
 	cache   map[*models.State]*fastState // the fast paths' dense W per state
+	// dataCache holds the data form's residuals per state (model_data_mcmc.go).
+	dataCache map[*models.State]*dataFast
 
 	gemm    []bool     // per worm: the products with P are dense (gemmDensity)
 	data    bool       // the statistics are in the data form (see logLikData)

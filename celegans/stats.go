@@ -26,8 +26,8 @@ import (
 // and neuron-major, with Prev[m][t] = y_t[m] and Next[m][t] = y_{t+1}[m],
 // and the moments nil. The model then evaluates ‖Next − A Prev‖² with
 // sparse products, in time that grows with N·T·(candidates + degree)
-// instead of N³ (see Model). The fast paths of MCMC and of the check of
-// the answer need the moments, and return an error in the data form.
+// instead of N³ (see Model); MCMC's swap deltas and draws of W and the
+// collapsed likelihood read the recording too (see Model.PrepareSwap).
 type Stats struct {
 	N     int
 	Count int

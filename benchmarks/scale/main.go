@@ -12,8 +12,8 @@
 // real one's degree distribution and spatial wiring at any N), simulates
 // it, finds the width ν that gives the target mean number of candidates,
 // and fits with celegans.Solve: the tuned settings of the tables (τ = 1.5),
-// no step cap, the budget alone ending the run, polishing off (it needs the
-// moments). It records the milliseconds per ELBO step (the median over the
+// no step cap, the budget alone ending the run, polishing off (the table
+// measures the method alone). It records the milliseconds per ELBO step (the median over the
 // trace's intervals), the steps, the accuracy of the final estimate over
 // all neurons and over the unknown ones, and the peak memory. Results are
 // appended to a JSONL file as they finish; a rerun skips the runs already

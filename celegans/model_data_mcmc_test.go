@@ -1,0 +1,117 @@
+package celegans
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/permlab/permlab/models"
+	"github.com/permlab/permlab/perm"
+)
+
+// exactState returns a state of p's model with permutations drawn within
+// the masks and W drawn from N(0, 0.2²).
+func exactState(t *testing.T, p *Problem, seed uint64) *models.State {
+	t.Helper()
+	rng := rand.New(rand.NewPCG(seed, 7))
+	ps := make([]perm.Perm, p.Worms())
+	for j, mk := range p.Masks {
+		// The truth, then random exchanges the mask allows.
+		q := append(perm.Perm(nil), p.Truth[j]...)
+		for range 4 * p.N() {
+			i, k := rng.IntN(p.N()), rng.IntN(p.N())
+			if mk.Allowed(i, q[k]) && mk.Allowed(k, q[i]) {
+				q[i], q[k] = q[k], q[i]
+			}
+		}
+		ps[j] = q
+	}
+	w := make([]float64, len(p.Support()))
+	for e := range w {
+		w[e] = 0.2 * rng.NormFloat64()
+	}
+	return &models.State{Perms: map[string][]perm.Perm{SiteP: ps}, Reals: map[string][]float64{SiteW: w}}
+}
+
+func relClose(t *testing.T, want, got, tol float64, msg string, args ...any) {
+	t.Helper()
+	if math.Abs(want-got) > tol*math.Max(1, math.Abs(want)) {
+		t.Errorf(msg+": data form %v, moments %v", append(args, got, want)...)
+	}
+}
+
+// TestDataFormExactPaths: in the data form the exact-state paths that MCMC
+// and the polish use (the log likelihood of a state, swap deltas, prepared
+// swap deltas followed through accepted, undone and larger changes, the
+// draw and the maximum of W given P, the collapsed likelihood) give the
+// moments form's values.
+func TestDataFormExactPaths(t *testing.T) {
+	sim, masks := simFor(t, 24, 2, 2, 80, 0.5, 3)
+	pm, pd := dataProblem(t, sim, masks)
+	mm, md := NewModel(pm), NewModel(pd)
+	s := exactState(t, pm, 1)
+
+	want, err := mm.LogLikState(s)
+	require.NoError(t, err)
+	got, err := md.LogLikState(s)
+	require.NoError(t, err)
+	relClose(t, want, got, 1e-10, "LogLikState")
+
+	rng := rand.New(rand.NewPCG(5, 6))
+	n := pm.N()
+	for b := range pm.Worms() {
+		fm, err := mm.PrepareSwap(s, SiteP, b)
+		require.NoError(t, err)
+		fd, err := md.PrepareSwap(s, SiteP, b)
+		require.NoError(t, err)
+		p := s.Perms[SiteP][b]
+		for trial := range 300 {
+			i, k := rng.IntN(n), rng.IntN(n)
+			relClose(t, fm(p, i, k), fd(p, i, k), 1e-9, "worm %d trial %d: delta(%d, %d)", b, trial, i, k)
+			switch trial % 5 {
+			case 0, 1: // accepted
+				p[i], p[k] = p[k], p[i]
+			case 2: // a 3-cycle scored as two deltas: exchanged, scored, undone
+				j := rng.IntN(n)
+				p[i], p[k] = p[k], p[i]
+				relClose(t, fm(p, k, j), fd(p, k, j), 1e-9, "worm %d trial %d: the second delta of a 3-cycle", b, trial)
+				p[i], p[k] = p[k], p[i]
+			case 3:
+				if trial%50 == 3 { // a large change: a rebuild
+					rng.Shuffle(n, func(x, y int) { p[x], p[y] = p[y], p[x] })
+				}
+			}
+		}
+		d, err := md.SwapDelta(s, SiteP, b, 1, 2)
+		require.NoError(t, err)
+		dm, err := mm.SwapDelta(s, SiteP, b, 1, 2)
+		require.NoError(t, err)
+		relClose(t, dm, d, 1e-9, "SwapDelta")
+	}
+	want, err = mm.LogLikState(s)
+	require.NoError(t, err)
+	got, err = md.LogLikState(s)
+	require.NoError(t, err)
+	relClose(t, want, got, 1e-10, "LogLikState after the moves")
+
+	// The conditionals of W.
+	sm, sd := s.Clone(), s.Clone()
+	require.NoError(t, mm.SampleConditional(rand.New(rand.NewPCG(9, 9)), sm, SiteW))
+	require.NoError(t, md.SampleConditional(rand.New(rand.NewPCG(9, 9)), sd, SiteW))
+	assert.InDeltaSlice(t, sm.Reals[SiteW], sd.Reals[SiteW], 1e-9, "the same draw of W")
+	assert.NotEqual(t, s.Reals[SiteW], sd.Reals[SiteW])
+	require.NoError(t, mm.MaximizeConditional(sm, SiteW))
+	require.NoError(t, md.MaximizeConditional(sd, SiteW))
+	assert.InDeltaSlice(t, sm.Reals[SiteW], sd.Reals[SiteW], 1e-9, "the same conditional mean of W")
+	cm, err := Collapsed{mm}.CollapsedLogLik(s)
+	require.NoError(t, err)
+	cd, err := Collapsed{md}.CollapsedLogLik(s)
+	require.NoError(t, err)
+	relClose(t, cm, cd, 1e-10, "CollapsedLogLik")
+
+	// The models package's own check of the fast paths against LogLik.
+	require.NoError(t, models.CheckFastPaths(md, 10, 3, 1e-9))
+}
