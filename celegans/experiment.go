@@ -466,14 +466,14 @@ func (s Settings) of(m Method) any {
 	}
 	c := common{"vi.FitModel, mcmc.RunModel", s.Budget, s.TraceEvery, s.NoPolish}
 	v := variational{c, s.Steps, s.K, s.Iters, s.LR, s.SigmaW}
+	// Layout names how a variational guide is stored: "auto" (vi.FitModel's
+	// choice, sparse for sparse masks) or "dense".
+	layout := "auto"
+	if s.DenseLayout {
+		layout = "dense"
+	}
 	switch m {
 	case GumbelSinkhorn, GumbelSinkhornNoReg:
-		// Layout names how the guide is stored: "auto" (vi.FitModel's
-		// choice, sparse for sparse masks) or "dense".
-		layout := "auto"
-		if s.DenseLayout {
-			layout = "dense"
-		}
 		return struct {
 			variational
 			Tau, TauPrior float64
@@ -485,7 +485,8 @@ func (s Settings) of(m Method) any {
 		return struct {
 			variational
 			RoundTau, RoundNoise, PriorStd, RoundLR float64
-		}{v, s.RoundTau, s.RoundNoise, s.PriorStd, s.RoundLR}
+			Layout                                  string
+		}{v, s.RoundTau, s.RoundNoise, s.PriorStd, s.RoundLR, layout}
 	default: // MCMC
 		return struct {
 			common

@@ -60,10 +60,11 @@ type Settings struct {
 	// Draws is the number of hard draws of the fitted q(P_j) whose
 	// assignment frequencies give the estimate (their masked matching).
 	Draws int
-	// DenseLayout stores the Gumbel-Sinkhorn guides densely
-	// (vi.LayoutDense). By default vi.FitModel chooses, and stores the
-	// guide of a worm whose candidate mask allows few entries sparsely:
-	// the same method, with a cost that grows with the candidates.
+	// DenseLayout stores the variational guides (Gumbel-Sinkhorn and
+	// rounding) densely (vi.LayoutDense). By default vi.FitModel chooses,
+	// and stores the guide of a worm whose candidate mask allows few
+	// entries sparsely: the same method, with a cost that grows with the
+	// candidates.
 	DenseLayout bool
 
 	// PlateauWindow, if > 0, restarts the Gumbel-Sinkhorn methods: once the
@@ -405,6 +406,9 @@ func viOptions(m Method, s Settings, seed uint64) vi.ModelOptions {
 		Polish:        vi.Polish{Off: true},
 		ProgressEvery: 1,
 	}
+	if s.DenseLayout {
+		o.PermLayout = vi.LayoutDense
+	}
 	switch m {
 	case Rounding:
 		o.Guides = map[string]vi.GuideKind{SiteP: vi.GuideRounding}
@@ -415,9 +419,6 @@ func viOptions(m Method, s Settings, seed uint64) vi.ModelOptions {
 	default:
 		o.Tau, o.TauPrior = optim.Constant(s.Tau), s.TauPrior
 		o.NoKL = m == GumbelSinkhornNoReg
-		if s.DenseLayout {
-			o.PermLayout = vi.LayoutDense
-		}
 		if s.PlateauWindow > 0 {
 			o.Restart = vi.Restart{Window: s.PlateauWindow, Z: plateauZ}
 		}

@@ -158,3 +158,63 @@ func (p RoundingPrior) LogProbVar(x *ad.Var) *ad.Var {
 		}
 	})
 }
+
+// LogProbSparseVar records the log density of K batches of N × N matrices
+// stored sparsely: x has shape (K, E) and holds E entries of each batch
+// (any E entries, say the candidates of B matrices), and the batch's other
+// zeros entries are 0. It returns the (K) totals
+//
+//	Σ_e log p(x[k][e]) + zeros · log p(0),
+//
+// the sum LogProbVar gives over the batch's matrices written out densely,
+// at O(K·E) cost. Gradients flow to x.
+func (p RoundingPrior) LogProbSparseVar(x *ad.Var, n, zeros int) *ad.Var {
+	const fn = "RoundingPrior.LogProbSparseVar"
+	if x == nil {
+		return nil
+	}
+	t := x.Tape()
+	if t.Err() != nil {
+		return deadOrNil(t)
+	}
+	if err := p.Validate(); err != nil {
+		t.Fail(err)
+		return deadOrNil(t)
+	}
+	s := x.Shape()
+	switch {
+	case len(s) != 2 || s[0] < 1:
+		return failVar(t, "%s: x has shape %v, want (K, E) with K >= 1", fn, s)
+	case n < 1 || zeros < 0:
+		return failVar(t, "%s: need N >= 1 and zeros >= 0, got %d and %d", fn, n, zeros)
+	}
+	vals := x.Value()
+	for k, v := range vals {
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			return failVar(t, "%s: x element %d is %v", fn, k, v)
+		}
+	}
+	lw0, lw1 := roundingPriorWeights(n)
+	std := p.Std
+	l0, _ := roundingPriorEntry(0, std, lw0, lw1)
+	e := s[1]
+	out := t.Alloc(s[0])
+	for k := range out {
+		lp := float64(zeros) * l0
+		for _, v := range vals[k*e : (k+1)*e] {
+			l, _ := roundingPriorEntry(v, std, lw0, lw1)
+			lp += l
+		}
+		out[k] = lp
+	}
+	return t.Custom([]int{s[0]}, out, []*ad.Var{x}, func(gOut []float64, gIn [][]float64) {
+		g := gIn[0]
+		if g == nil || e == 0 {
+			return
+		}
+		for k, v := range vals {
+			_, d := roundingPriorEntry(v, std, lw0, lw1)
+			g[k] += gOut[k/e] * d
+		}
+	})
+}

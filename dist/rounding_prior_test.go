@@ -3,6 +3,7 @@ package dist
 import (
 	"math"
 	"math/rand/v2"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -148,4 +149,31 @@ func TestRoundingPriorErrors(t *testing.T) {
 		require.NotNil(t, v)
 	}
 	assert.Nil(t, p.LogProbVar(nil))
+}
+
+// TestRoundingPriorSparseErrors: bad input to LogProbSparseVar fails the
+// tape with a message (the values are tested in package vi against
+// LogProbVar).
+func TestRoundingPriorSparseErrors(t *testing.T) {
+	p := RoundingPrior{Std: 0.2}
+	for _, tc := range []struct {
+		x        *ad.Tensor
+		n, zeros int
+		want     string
+	}{
+		{&ad.Tensor{Shape: []int{3}, Data: make([]float64, 3)}, 2, 0, "want (K, E)"},
+		{&ad.Tensor{Shape: []int{1, 2}, Data: make([]float64, 2)}, 0, 0, "N >= 1"},
+		{&ad.Tensor{Shape: []int{1, 2}, Data: make([]float64, 2)}, 2, -1, "zeros >= 0"},
+		{&ad.Tensor{Shape: []int{1, 2}, Data: []float64{0, math.NaN()}}, 2, 0, "element 1"},
+	} {
+		tp := ad.NewTape()
+		p.LogProbSparseVar(tp.Const(tc.x), tc.n, tc.zeros)
+		if err := tp.Err(); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v, n %d, zeros %d: error %v, want %q", tc.x.Shape, tc.n, tc.zeros, err, tc.want)
+		}
+	}
+	tp := ad.NewTape()
+	if v := (RoundingPrior{}).LogProbSparseVar(tp.Const(&ad.Tensor{Shape: []int{1, 1}, Data: []float64{0}}), 1, 0); tp.Err() == nil || v == nil {
+		t.Errorf("a zero Std: error %v", tp.Err())
+	}
 }

@@ -135,7 +135,7 @@ func (p *modelPlan) hardDraws(guides []Guide, k int) (time.Duration, bool) {
 			if _, err := g.draws(k, rng); err != nil {
 				return 0, false
 			}
-		case *Rounding:
+		case *Rounding, *SparseRounding:
 			return 0, false
 		case PermGuide:
 			for range k {

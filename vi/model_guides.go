@@ -15,6 +15,7 @@ import (
 	"github.com/permlab/permlab/dist"
 	"github.com/permlab/permlab/models"
 	"github.com/permlab/permlab/perm"
+	"github.com/permlab/permlab/relax"
 )
 
 // modelPlan is what FitModel resolved from a model's sites and the
@@ -63,6 +64,9 @@ func newModelPlan(spec *models.Spec, o ModelOptions) (*modelPlan, error) {
 		case GuideRounding:
 			if _, gs := ps.Prior.(models.GumbelSinkhornPrior); gs {
 				return nil, fmt.Errorf("vi: FitModel: site %q: a rounding guide cannot target a GumbelSinkhornPrior; use the Gumbel-Sinkhorn guide", ps.Name)
+			}
+			if err := p.planLayout(ps); err != nil {
+				return nil, err
 			}
 			p.notes = append(p.notes, fmt.Sprintf(
 				"site %q: rounding guide (Linderman et al. 2018) with its own prior, a two-Gaussian mixture per entry (std %g), in place of the declared uniform prior; marginals are frequencies of %d hard draws round(Ψ)",
@@ -239,6 +243,20 @@ func (p *modelPlan) newGuides(seed uint64) ([]Guide, error) {
 				p.initLogits(g.X.Value.Data, ps)
 				guides = append(guides, g)
 			case GuideRounding:
+				if p.sparse[s.Name] {
+					pats, err := ps.Patterns()
+					if err != nil {
+						return nil, fmt.Errorf("vi: FitModel: %w", err)
+					}
+					g, err := NewSparseRounding(ps.Name, pats, o.Rounding.Std0, o.Rounding.Tau, o.Rounding.PriorStd, o.Iters)
+					if err != nil {
+						return nil, fmt.Errorf("vi: FitModel: site %q: %w", ps.Name, err)
+					}
+					fillNormal(g.Theta.Value.Data, scale, rng)
+					p.initSparseValues(g.Theta.Value.Data, pats, ps)
+					guides = append(guides, g)
+					continue
+				}
 				g, err := NewRounding(ps.Name, ps.B(), ps.N, ps.Masks, o.Rounding.Std0, o.Rounding.Tau, o.Rounding.PriorStd, o.Iters)
 				if err != nil {
 					return nil, fmt.Errorf("vi: FitModel: site %q: %w", ps.Name, err)
@@ -339,21 +357,29 @@ func (p *modelPlan) newSparseGS(ps *models.PermSpec) (*SparseGumbelSinkhorn, err
 // initSparseLogits is initLogits for a sparse guide: the given column of
 // each row leads the row's largest allowed logit by initMargin(N).
 func (p *modelPlan) initSparseLogits(g *SparseGumbelSinkhorn, ps *models.PermSpec) {
+	p.initSparseValues(g.X.Value.Data, g.pats, ps)
+}
+
+// initSparseValues is initLogits for logits x stored on the patterns pats
+// (permutation b's at the running offset).
+func (p *modelPlan) initSparseValues(x []float64, pats []*relax.SparsePattern, ps *models.PermSpec) {
 	if p.o.Init == nil {
 		return
 	}
 	c := initMargin(ps.N)
+	off := 0
 	for b, q := range p.o.Init.Perms[ps.Name] {
-		pat := g.pats[b]
-		x := g.X.Value.Data[g.off[b]:g.off[b+1]]
+		pat := pats[b]
+		xb := x[off : off+pat.NNZ()]
 		rowPtr := pat.RowPtr()
 		for i, j := range q {
 			top := math.Inf(-1)
 			for e := rowPtr[i]; e < rowPtr[i+1]; e++ {
-				top = math.Max(top, x[e])
+				top = math.Max(top, xb[e])
 			}
-			x[pat.Index(i, j)] = top + c
+			xb[pat.Index(i, j)] = top + c
 		}
+		off += pat.NNZ()
 	}
 }
 

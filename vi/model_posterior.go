@@ -40,6 +40,12 @@ func (p *modelPlan) posteriorN(guides []Guide, d int) (*models.Posterior, error)
 		case *Rounding:
 			families = appendOnce(families, "rounding")
 			post.Perms[g.Site], err = p.roundingPosterior(g, d, rng)
+		case *SparseRounding:
+			families = appendOnce(families, "rounding")
+			var draws [][]perm.Perm
+			if draws, err = g.draws(d, rng); err == nil {
+				post.Perms[g.Site], err = models.PermPosteriorFromDraws(draws, p.permSpec(g.Site).Masks)
+			}
 		case *realNormal:
 			post.Reals[g.site.Name] = p.realPosterior(g, d, rng)
 		case PermGuide:
@@ -209,6 +215,12 @@ func (p *modelPlan) current(guides []Guide) (*models.State, error) {
 				}
 			}
 			st.Perms[g.Site] = perms
+		case *SparseRounding:
+			mode, err := g.Mode()
+			if err != nil {
+				return nil, err
+			}
+			st.Perms[g.Site] = mode
 		case *realNormal:
 			mean, _ := g.moments()
 			st.Reals[g.site.Name] = mean

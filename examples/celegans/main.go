@@ -153,7 +153,7 @@ func newFlags(o *options, out io.Writer) *flag.FlagSet {
 	fs.IntVar(&h.Iters, "iters", def.Iters, "variational methods: Sinkhorn iterations L")
 	fs.Float64Var(&h.SigmaW, "sigma-w", def.SigmaW, "prior standard deviation of each non-zero entry of W (every method)")
 	fs.IntVar(&h.Draws, "draws", def.Draws, "variational methods: hard draws of q(P) whose assignment frequencies give the estimate")
-	fs.BoolVar(&h.DenseLayout, "dense-layout", false, "Gumbel-Sinkhorn: store the guide densely; by default a worm whose candidate mask allows few entries is stored sparsely (the same method, cost growing with the candidates)")
+	fs.BoolVar(&h.DenseLayout, "dense-layout", false, "Gumbel-Sinkhorn and rounding: store the guide densely; by default a worm whose candidate mask allows few entries is stored sparsely (the same method, cost growing with the candidates)")
 	fs.IntVar(&h.PlateauWindow, "plateau-window", def.PlateauWindow, "Gumbel-Sinkhorn: restart a fit whose ELBO stopped rising over this many steps, at least 2 (0: one fit)")
 	fs.Float64Var(&h.RoundTau, "round-tau", def.RoundTau, "rounding VI: interpolation towards the rounded permutation, in (0, 1]")
 	fs.Float64Var(&h.RoundNoise, "round-noise", def.RoundNoise, "rounding VI: initial noise scale of Ψ")
