@@ -22,7 +22,9 @@
 //	go run ./benchmarks/scale -out benchmarks/scale/results
 //	go run ./benchmarks/scale -report benchmarks/scale/results
 //
-// The second command prints the table from the results alone.
+// The second command prints the table from the results alone. -methods
+// rounding,mcmc runs the baselines too (with the tables' tuned settings),
+// reported in a table of their own.
 package main
 
 import (
@@ -53,7 +55,8 @@ import (
 // Result is one run.
 type Result struct {
 	N          int     `json:"n"`
-	Layout     string  `json:"layout"` // "sparse" or "dense"
+	Method     string  `json:"method,omitempty"` // "" (Gumbel-Sinkhorn, as every record before it was named), "rounding" or "mcmc"
+	Layout     string  `json:"layout"`           // "sparse" or "dense"
 	Budget     string  `json:"budget"`
 	Seed       uint64  `json:"seed"`
 	Edges      int     `json:"edges"`
@@ -71,10 +74,24 @@ type Result struct {
 	Date       string  `json:"date"`
 }
 
-func (r Result) key() string { return fmt.Sprintf("%d/%s/%s/%d", r.N, r.Layout, r.Budget, r.Seed) }
+func (r Result) key() string {
+	return fmt.Sprintf("%d/%s/%s/%d/%s", r.N, r.Layout, r.Budget, r.Seed, r.method())
+}
+
+// method returns the record's method, Gumbel-Sinkhorn for records without one.
+func (r Result) method() celegans.Method {
+	if r.Method == "" {
+		return celegans.GumbelSinkhorn
+	}
+	return celegans.Method(r.Method)
+}
+
+// methods are the methods the harness runs, with the tables' tuned settings.
+var methods = []celegans.Method{celegans.GumbelSinkhorn, celegans.Rounding, celegans.MCMC}
 
 type config struct {
 	neurons    []int
+	methods    []celegans.Method
 	budgets    []time.Duration
 	denseMax   int
 	candidates float64
@@ -86,6 +103,7 @@ type config struct {
 	child      bool
 	n          int
 	layout     string
+	method     celegans.Method
 	budget     time.Duration
 	profile    string
 }
@@ -111,6 +129,7 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	c := &config{}
 	neurons := fs.String("neurons", "279,1000,2000,5000,10000,20000", "comma-separated numbers of neurons")
 	budgets := fs.String("budgets", "60s,10m", "comma-separated wall-clock budgets per run")
+	methodList := fs.String("methods", string(celegans.GumbelSinkhorn), "comma-separated methods: gumbel-sinkhorn, rounding, mcmc (each with the tables' tuned settings)")
 	fs.IntVar(&c.denseMax, "dense-max", 2000, "largest N also run in the dense layout (0: none)")
 	fs.Float64Var(&c.candidates, "candidates", 30, "target mean number of position candidates per neuron")
 	fs.Float64Var(&c.known, "known", 0.09, "fraction of known neurons")
@@ -121,6 +140,7 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	fs.BoolVar(&c.child, "child", false, "internal: run one configuration and print its result")
 	fs.IntVar(&c.n, "n", 0, "internal: neurons of the child run")
 	fs.StringVar(&c.layout, "layout", "", "internal: layout of the child run")
+	method := fs.String("method", string(celegans.GumbelSinkhorn), "internal: method of the child run")
 	fs.DurationVar(&c.budget, "budget", 0, "internal: budget of the child run")
 	fs.StringVar(&c.profile, "cpuprofile", "", "with -child: write a CPU profile of the fit to this file")
 	if err := fs.Parse(args); err != nil {
@@ -131,6 +151,17 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	}
 	c.seed = *seed
 	var err error
+	for _, f := range strings.Split(*methodList, ",") {
+		m := celegans.Method(strings.TrimSpace(f))
+		if !slices.Contains(methods, m) || slices.Contains(c.methods, m) {
+			return nil, fmt.Errorf("-methods: %q is not one of %v, or is given twice", f, methods)
+		}
+		c.methods = append(c.methods, m)
+	}
+	c.method = celegans.Method(*method)
+	if !slices.Contains(methods, c.method) {
+		return nil, fmt.Errorf("-method: %q is not one of %v", *method, methods)
+	}
 	if c.neurons, err = parseInts(*neurons); err != nil {
 		return nil, fmt.Errorf("-neurons: %w", err)
 	}
@@ -227,38 +258,53 @@ func run(c *config) error {
 	if err != nil {
 		return err
 	}
-	for _, b := range c.budgets {
-		for _, n := range c.neurons {
-			for _, layout := range []string{"sparse", "dense"} {
-				if layout == "dense" && n > c.denseMax {
-					continue
+	for _, m := range c.methods {
+		for _, b := range c.budgets {
+			for _, n := range c.neurons {
+				for _, layout := range []string{"sparse", "dense"} {
+					if layout == "dense" && n > c.denseMax {
+						continue
+					}
+					if err := c.runChild(self, path, have, m, n, layout, b); err != nil {
+						return err
+					}
 				}
-				want := Result{N: n, Layout: layout, Budget: b.String(), Seed: c.seed}
-				if have[want.key()] {
-					continue
-				}
-				fmt.Fprintf(os.Stderr, "N = %d, %s, %v: started %s\n", n, layout, b, time.Now().Format(time.TimeOnly))
-				args := []string{"-child", "-n", strconv.Itoa(n), "-layout", layout, "-budget", b.String(),
-					"-candidates", fmt.Sprint(c.candidates), "-known", fmt.Sprint(c.known), "-T", strconv.Itoa(c.steps),
-					"-seed", strconv.FormatUint(c.seed, 10)}
-				cmd := exec.Command(self, args...)
-				var out bytes.Buffer
-				cmd.Stdout, cmd.Stderr = &out, os.Stderr
-				if err := cmd.Run(); err != nil {
-					return fmt.Errorf("N = %d, %s, %v: %w", n, layout, b, err)
-				}
-				var r Result
-				if err := json.Unmarshal(out.Bytes(), &r); err != nil {
-					return fmt.Errorf("N = %d, %s, %v: bad child output %q: %w", n, layout, b, out.String(), err)
-				}
-				if err := appendResult(path, r); err != nil {
-					return err
-				}
-				fmt.Fprintf(os.Stderr, "N = %d, %s, %v: %.1f ms/step, %d steps, accuracy %.3f (unknown %.3f), peak %.0f MiB\n",
-					n, layout, b, r.MsPerStep, r.Steps, r.Accuracy, r.Unknown, r.PeakMiB)
 			}
 		}
 	}
+	return nil
+}
+
+// runChild runs one configuration in a child process, unless the results
+// hold it, and appends its result.
+func (c *config) runChild(self, path string, have map[string]bool, m celegans.Method, n int, layout string, b time.Duration) error {
+	want := Result{N: n, Layout: layout, Budget: b.String(), Seed: c.seed}
+	if m != celegans.GumbelSinkhorn {
+		want.Method = string(m)
+	}
+	if have[want.key()] {
+		return nil
+	}
+	what := fmt.Sprintf("%s, N = %d, %s, %v", m, n, layout, b)
+	fmt.Fprintf(os.Stderr, "%s: started %s\n", what, time.Now().Format(time.TimeOnly))
+	args := []string{"-child", "-method", string(m), "-n", strconv.Itoa(n), "-layout", layout, "-budget", b.String(),
+		"-candidates", fmt.Sprint(c.candidates), "-known", fmt.Sprint(c.known), "-T", strconv.Itoa(c.steps),
+		"-seed", strconv.FormatUint(c.seed, 10)}
+	cmd := exec.Command(self, args...)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, os.Stderr
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	var r Result
+	if err := json.Unmarshal(out.Bytes(), &r); err != nil {
+		return fmt.Errorf("%s: bad child output %q: %w", what, out.String(), err)
+	}
+	if err := appendResult(path, r); err != nil {
+		return err
+	}
+	fmt.Fprintf(os.Stderr, "%s: %.1f ms/step, %d steps, accuracy %.3f (unknown %.3f), peak %.0f MiB\n",
+		what, r.MsPerStep, r.Steps, r.Accuracy, r.Unknown, r.PeakMiB)
 	return nil
 }
 
@@ -301,14 +347,21 @@ func one(c *config) (*Result, error) {
 	cands := float64(p.Masks[0].Count()) / float64(c.n)
 	setup := time.Since(t0)
 
+	// The tables' tuned settings (celegans/tuning).
 	s := celegans.DefaultSettings()
 	s.Tau = 1.5
+	s.RoundTau = 0.7
+	s.Chains, s.Estimator = 2, celegans.EstimateTail
 	s.Budget = c.budget
-	s.Steps = math.MaxInt32
+	s.Steps = math.MaxInt32 // the budget ends the run (MCMC keeps its cap of 100,000 sweeps, which no run here reaches)
 	s.NoPolish = true
 	s.DenseLayout = c.layout == "dense"
 	s.TraceEvery = traceEvery(c.n, c.layout)
-	out, err := celegans.Solve(context.Background(), p, celegans.GumbelSinkhorn, s, c.seed)
+	m := c.method
+	if m == "" {
+		m = celegans.GumbelSinkhorn
+	}
+	out, err := celegans.Solve(context.Background(), p, m, s, c.seed)
 	if err != nil {
 		return nil, err
 	}
@@ -318,8 +371,12 @@ func one(c *config) (*Result, error) {
 		// and the estimate included.
 		ms = float64(out.Elapsed) / float64(time.Millisecond) / float64(out.Iterations)
 	}
+	method := ""
+	if m != celegans.GumbelSinkhorn {
+		method = string(m)
+	}
 	return &Result{
-		N: c.n, Layout: c.layout, Budget: c.budget.String(), Seed: c.seed,
+		N: c.n, Method: method, Layout: c.layout, Budget: c.budget.String(), Seed: c.seed,
 		Edges: conn.Edges(), Candidates: cands, Nu: nu, SetupSec: setup.Seconds(),
 		MsPerStep: ms, Steps: out.Iterations, Fits: out.Fits,
 		Accuracy: out.Accuracy, Unknown: out.AccuracyUnknown, PeakMiB: peakMiB(),
@@ -412,9 +469,34 @@ func appendResult(path string, r Result) error {
 
 // table formats the results: one row per N and layout, with the step
 // time of its longest run, its peak memory over all runs, and a column of
-// accuracy per budget.
+// accuracy per budget; Gumbel-Sinkhorn's table first, then, if any were
+// run, the other methods' with a column naming the method.
 func table(rs []Result) string {
+	var gs, others []Result
+	for _, r := range rs {
+		if r.method() == celegans.GumbelSinkhorn {
+			gs = append(gs, r)
+		} else {
+			others = append(others, r)
+		}
+	}
+	out := methodTable(gs, false)
+	if len(others) > 0 {
+		if out != "" {
+			out += "\n"
+		}
+		out += methodTable(others, true)
+	}
+	return out
+}
+
+// methodTable formats rs, with a method column if withMethod.
+func methodTable(rs []Result, withMethod bool) string {
+	if len(rs) == 0 {
+		return ""
+	}
 	type key struct {
+		method celegans.Method
 		n      int
 		layout string
 	}
@@ -423,7 +505,7 @@ func table(rs []Result) string {
 	var budgets []time.Duration
 	for i := range rs {
 		r := &rs[i]
-		k := key{r.N, r.Layout}
+		k := key{r.method(), r.N, r.Layout}
 		if runs[k] == nil {
 			runs[k] = map[string]*Result{}
 			keys = append(keys, k)
@@ -435,17 +517,26 @@ func table(rs []Result) string {
 	}
 	slices.Sort(budgets)
 	slices.SortFunc(keys, func(a, b key) int {
+		if a.method != b.method {
+			return slices.Index(methods, a.method) - slices.Index(methods, b.method)
+		}
 		if a.n != b.n {
 			return a.n - b.n
 		}
 		return strings.Compare(b.layout, a.layout) // sparse first
 	})
 	var b strings.Builder
-	b.WriteString("| N | candidates | layout | ms per step | peak memory |")
+	cols := 5
+	if withMethod {
+		b.WriteString("| method | N | candidates | layout | ms per step or sweep | peak memory |")
+		cols++
+	} else {
+		b.WriteString("| N | candidates | layout | ms per step | peak memory |")
+	}
 	for _, d := range budgets {
 		fmt.Fprintf(&b, " accuracy after %s |", fmtBudget(d))
 	}
-	b.WriteString("\n|---|---|---|---|---|" + strings.Repeat("---|", len(budgets)) + "\n")
+	b.WriteString("\n|" + strings.Repeat("---|", cols+len(budgets)) + "\n")
 	for _, k := range keys {
 		var longest *Result
 		peak := math.NaN()
@@ -454,6 +545,9 @@ func table(rs []Result) string {
 				longest = r
 				peak = maxPeak(peak, r.PeakMiB)
 			}
+		}
+		if withMethod {
+			fmt.Fprintf(&b, "| %s ", k.method)
 		}
 		fmt.Fprintf(&b, "| %d | %.1f | %s | %s | %s |", k.n, longest.Candidates, k.layout, fmtMs(longest.MsPerStep), fmtMiB(peak))
 		for _, d := range budgets {

@@ -34,6 +34,8 @@ func TestParseFlags(t *testing.T) {
 		"-T":          {"-T", "1"},
 		"unexpected":  {"stray"},
 		"-child":      {"-child", "-n", "100"},
+		"-methods":    {"-methods", "gumbel-sinkhorn,sorting"},
+		"twice":       {"-methods", "mcmc,mcmc"},
 	}
 	for want, args := range bad {
 		_, err := parseFlags(append(args, "-out", dir), io.Discard)
@@ -92,6 +94,23 @@ func TestOneSmall(t *testing.T) {
 	tab = table(append(back, extra))
 	assert.Contains(t, tab, "accuracy after 10 min")
 	assert.Equal(t, 1, strings.Count(tab, "not run"), "%s", tab)
+
+	// The baselines in the sparse layout: the data form for MCMC, the
+	// sparse rounding guide; a table of their own, with a method column.
+	for _, m := range []celegans.Method{celegans.Rounding, celegans.MCMC} {
+		c := &config{child: true, method: m, n: 120, layout: "sparse", budget: time.Second, candidates: 8, known: 0.09, steps: 50, seed: 1}
+		r, err := one(c)
+		require.NoError(t, err, m)
+		assert.Equal(t, string(m), r.Method)
+		assert.Positive(t, r.Steps, m)
+		assert.True(t, r.Accuracy > 0 && r.Accuracy <= 1, m)
+		rs = append(rs, *r)
+	}
+	tab = table(rs)
+	assert.Contains(t, tab, "| method | N |")
+	assert.Contains(t, tab, "| rounding | 120 |")
+	assert.Contains(t, tab, "| mcmc | 120 |")
+	assert.True(t, strings.HasPrefix(tab, table(rs[:2])), "Gumbel-Sinkhorn's table comes first, as it was")
 }
 
 // TestGeneratedDocs: the table in README.md is what -report prints from
