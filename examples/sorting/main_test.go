@@ -220,7 +220,7 @@ func TestSingleRun(t *testing.T) {
 			t.Errorf("loaded network: %+v, trained one %+v", second.Results[k], first.Results[k])
 		}
 	}
-	if code, _, stderr := runArgs(t, "-n", "5", "-variant", "standardized", "-load", model); code != 1 || !strings.Contains(stderr, "Load") {
+	if code, _, stderr := runArgs(t, "-n", "5", "-variant", "paper", "-load", model); code != 1 || !strings.Contains(stderr, "Load") {
 		t.Errorf("-load of the other variant: status %d, stderr %q", code, stderr)
 	}
 }
@@ -233,7 +233,7 @@ func TestSingleRun(t *testing.T) {
 func TestKeepBest(t *testing.T) {
 	dir := t.TempDir()
 	out, kept := filepath.Join(dir, "out.json"), filepath.Join(dir, "kept.params")
-	common := []string{"-n", "10", "-seed", "2", "-lr", "0.1", "-lr-end", "0.1", "-test", "0:1", "-test-lists", "50"}
+	common := []string{"-n", "10", "-seed", "2", "-variant", "paper", "-lr", "0.1", "-lr-end", "0.1", "-test", "0:1", "-test-lists", "50"}
 	args := append([]string{"-steps", "70", "-val-every", "10", "-val-lists", "100", "-json", out, "-save", kept}, common...)
 	code, _, stderr := runArgs(t, args...)
 	if code != 0 {
@@ -307,6 +307,38 @@ func TestTable1Resume(t *testing.T) {
 	}
 	if recs, _ := readRecords(results); len(recs) != 16 {
 		t.Errorf("%d records after a run with other settings, want 16", len(recs))
+	}
+	// -seed-share adds the share of seeds under 0.01, from the same records.
+	args = append(args, "-seed-share")
+	code, shared, _ := runArgs(t, args...)
+	if code != 0 || !strings.HasPrefix(shared, strings.Split(first, "\n")[0]) || !strings.Contains(shared, "Share of training seeds") {
+		t.Errorf("-seed-share: status %d, output\n%s", code, shared)
+	}
+}
+
+// TestShareMarkdown: the share of seeds counts the networks at or under the
+// limit on each interval.
+func TestShareMarkdown(t *testing.T) {
+	rec := func(n int, v string, seed uint64, wrong ...float64) Record {
+		r := Record{N: n, Variant: v, Seed: seed}
+		for k, w := range wrong {
+			r.Results = append(r.Results, sorting.Metrics{Low: float64(k), High: float64(k + 1), PropAnyWrong: w})
+		}
+		return r
+	}
+	rows := []Record{
+		rec(10, "paper", 1, 0, 1), rec(10, "paper", 2, 0.01, 0), rec(10, "paper", 3, 0.02, 0),
+		rec(10, "standardized", 1, 0, 0),
+	}
+	md := shareMarkdown(rows, []int{10, 80}, []interval{{0, 1}, {1, 2}}, 0.01)
+	for _, want := range []string{
+		"| U(0,1) | paper | 2/3 (67%) | – |",
+		"| U(1,2) | paper | 2/3 (67%) | – |",
+		"| U(0,1) | standardized | 1/1 (100%) | – |",
+	} {
+		if !strings.Contains(md, want) {
+			t.Errorf("share table lacks %q:\n%s", want, md)
+		}
 	}
 }
 

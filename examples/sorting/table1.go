@@ -138,6 +138,9 @@ func runTable1(ctx context.Context, o *options, stdout, stderr io.Writer) error 
 		return err
 	}
 	md := table1Markdown(rows, o.parsedNs, o.intervals)
+	if o.seedShare {
+		md += "\n" + shareMarkdown(rows, o.parsedNs, o.intervals, shareLimit)
+	}
 	fmt.Fprint(stdout, md)
 	if o.markdown != "" {
 		return os.WriteFile(o.markdown, []byte(md), 0o644)
@@ -311,6 +314,49 @@ func table1Markdown(rows []Record, ns []int, ivs []interval) string {
 			}
 		}
 		b.WriteString("\n")
+	}
+	return b.String()
+}
+
+// shareLimit is the prop. any wrong at or below which a network counts as
+// sorting an interval.
+const shareLimit = 0.01
+
+// shareMarkdown formats, for every interval, variant and size, the share of
+// the training seeds whose network has prop. any wrong <= limit on the
+// interval: how often a variant generalises, where the mean of Table 1
+// hides a few failed seeds among good ones.
+func shareMarkdown(rows []Record, ns []int, ivs []interval, limit float64) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "Share of training seeds whose network has prop. any wrong <= %g (seeds that do / seeds run).\n\n", limit)
+	b.WriteString("| test distribution | network |")
+	for _, n := range ns {
+		fmt.Fprintf(&b, " n = %d |", n)
+	}
+	b.WriteString("\n|---|---|" + strings.Repeat("---|", len(ns)) + "\n")
+	for _, iv := range ivs {
+		for _, v := range []string{sorting.Paper.String(), sorting.Standardized.String()} {
+			fmt.Fprintf(&b, "| %v | %s |", iv, v)
+			for _, n := range ns {
+				good, all := 0, 0
+				for i := range rows {
+					if r := &rows[i]; r.N == n && r.Variant == v {
+						if m := r.result(iv); m != nil {
+							all++
+							if m.PropAnyWrong <= limit {
+								good++
+							}
+						}
+					}
+				}
+				if all == 0 {
+					b.WriteString(" – |")
+					continue
+				}
+				fmt.Fprintf(&b, " %d/%d (%.0f%%) |", good, all, 100*float64(good)/float64(all))
+			}
+			b.WriteString("\n")
+		}
 	}
 	return b.String()
 }
