@@ -95,6 +95,8 @@ type options struct {
 	valN, trainN          int
 	aisSteps, aisChains   int
 	aisSample, bdmc       int
+	binarize              string
+	binarizeSeed          uint64
 }
 
 func parseFlags(args []string, stderr io.Writer) (*options, error) {
@@ -129,6 +131,8 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.IntVar(&o.aisChains, "ais-chains", 4, "AIS chains per image")
 	fs.IntVar(&o.aisSample, "ais-sample", 0, "with -ais-steps: run AIS on this many of the final evaluation's images drawn at random (from -eval-seed) instead of all, and estimate the mean AIS −log p(x) of all of them as the IW estimate minus the mean IW − AIS gap on the sample (vae.Settle), with its standard error (0: AIS on all)")
 	fs.IntVar(&o.bdmc, "bdmc", 0, "with -ais-steps: also run bidirectional Monte Carlo on this many images simulated from the trained model, which bounds the error of AIS with that schedule")
+	fs.StringVar(&o.binarize, "binarize", "dynamic", "binarization of the images: dynamic (training images drawn afresh every step, evaluation images once from -eval-seed) or fixed (every image drawn once from -binarize-seed before training: the protocol of Jang et al.)")
+	fs.Uint64Var(&o.binarizeSeed, "binarize-seed", 1, "with -binarize fixed: the seed of the one binarization")
 	fs.StringVar(&o.report, "report", "", "print the Markdown tables of the summary.json files under this folder and exit (trains nothing)")
 	fs.StringVar(&o.against, "against", "", "with -report: pair every run under -report with the run of the same estimator, prior temperature, seed, epochs and evaluation under this folder, and print their differences instead (a float32 run against the float64 run of its seed, say)")
 	if err := cli.Parse(fs, args); err != nil {
@@ -161,6 +165,8 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	c.AtLeast("-val-n", o.valN, 1)
 	c.That(o.trainN >= 1 && o.trainN <= 50000, "-train-n must be in [1, 50000] (the training images), got %d", o.trainN)
 	c.OneOf("-eval-split", o.evalSplit, "test", "validation")
+	c.OneOf("-binarize", o.binarize, "dynamic", "fixed")
+	c.That(o.binarize == "fixed" || !flagGiven(fs, "binarize-seed"), "-binarize-seed needs -binarize fixed")
 	if _, err := nn.ParsePrecision(o.precision); err != nil {
 		c.Add(cli.Usagef("-precision: %v", err))
 	}
@@ -278,6 +284,9 @@ type runInfo struct {
 	// (absent) for float64, so that run.json files written before the
 	// option existed still match their float64 runs.
 	Precision string `json:"precision,omitempty"`
+	// Binarize describes a fixed binarization (-binarize fixed), empty
+	// (absent) for the dynamic one, as for Precision.
+	Binarize string `json:"binarize,omitempty"`
 }
 
 // prepareCheckpoint decides whether the run in dir resumes. With no
@@ -376,6 +385,15 @@ func runTraining(ctx context.Context, o *options, progress io.Writer) error {
 		final = final.Subset(seq(o.testN))
 	}
 	val = val.Subset(seq(min(o.valN, val.N)))
+	binText := "dynamic Bernoulli(intensity) per training step; test set binarized once from -eval-seed"
+	if o.binarize == "fixed" {
+		// Binary images stay as they are under the dynamic binarization
+		// of training and the one of Evaluate (Bernoulli of 0 or 1).
+		if fit, val, final, err = binarizeOnce(o.binarizeSeed, fit, val, final); err != nil {
+			return err
+		}
+		binText = fmt.Sprintf("fixed: every image drawn once from Bernoulli(intensity) with -binarize-seed %d before training (training, validation and evaluation images from streams 1, 2 and 3), the protocol of Jang et al.", o.binarizeSeed)
+	}
 	if err := os.MkdirAll(o.out, 0o755); err != nil {
 		return err
 	}
@@ -405,6 +423,9 @@ func runTraining(ctx context.Context, o *options, progress io.Writer) error {
 		Anneal: an, LR: o.lr, BatchSize: o.batch, Seed: o.seed, TrainN: fit.N, ValN: val.N}
 	if cfg.Precision != nn.Float64 {
 		info.Precision = cfg.Precision.String()
+	}
+	if o.binarize == "fixed" {
+		info.Binarize = binText
 	}
 	resuming, err := prepareCheckpoint(o.out, info)
 	if err != nil {
@@ -458,7 +479,7 @@ func runTraining(ctx context.Context, o *options, progress io.Writer) error {
 		Epochs: len(res.Epochs), Steps: res.Steps, BatchSize: o.batch, LR: o.lr,
 		FinalTemp: an.At(res.Steps - 1), TrainSecs: trainSecs, EvalSplit: o.evalSplit,
 		EvalSecs: time.Since(began).Seconds(),
-		Binarize: "dynamic Bernoulli(intensity) per training step; test set binarized once from -eval-seed",
+		Binarize: binText,
 		CodePath: codePath, Validation: validation,
 		Command: append([]string{"go", "run", "./examples/vae"}, os.Args[1:]...), ResumedStep: res.Resumed, ValImages: val.N,
 		Paper: paperNumbers{GumbelSoftmax: 106.7, Concrete: 111.5, GumbelSpace: 111.9},
@@ -681,4 +702,25 @@ func seq(n int) []int {
 		s[i] = i
 	}
 	return s
+}
+
+// binarizeOnce returns copies of the image sets with every pixel drawn once
+// from Bernoulli(intensity): set k from the source (seed, k+1).
+func binarizeOnce(seed uint64, sets ...*dataset.Images) (a, b, c *dataset.Images, err error) {
+	out := make([]*dataset.Images, len(sets))
+	for k, im := range sets {
+		cp := *im
+		if cp.Pixels, err = vae.Binarize(nil, im.Pixels, rand.New(rand.NewPCG(seed, uint64(k+1)))); err != nil {
+			return nil, nil, nil, fmt.Errorf("-binarize fixed: %w", err)
+		}
+		out[k] = &cp
+	}
+	return out[0], out[1], out[2], nil
+}
+
+// flagGiven reports whether the flag name was set on the command line.
+func flagGiven(fs *flag.FlagSet, name string) bool {
+	given := false
+	fs.Visit(func(f *flag.Flag) { given = given || f.Name == name })
+	return given
 }

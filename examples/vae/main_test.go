@@ -73,6 +73,8 @@ func TestBadFlags(t *testing.T) {
 		{[]string{"-train-n", "0"}, "-train-n must be in [1, 50000]"},
 		{[]string{"-train-n", "60000"}, "-train-n must be in [1, 50000] (the training images), got 60000"},
 		{[]string{"-eval-split", "train"}, `-eval-split "train": want test, validation`},
+		{[]string{"-binarize", "once"}, `-binarize "once": want dynamic, fixed`},
+		{[]string{"-binarize-seed", "3"}, "-binarize-seed needs -binarize fixed"},
 		{[]string{"-precision", "float16"}, "-precision: "},
 		{[]string{"-eval-precision", "half"}, "-eval-precision: "},
 		{[]string{"-ais-steps", "-1"}, "-ais-steps must be >= 0"},
@@ -447,5 +449,56 @@ func TestAISResumes(t *testing.T) {
 	other := append(slices.Clone(flags), "-ais-steps", "4")
 	if err := runTraining(context.Background(), runFlags(t, out, other...), io.Discard); err == nil || !strings.Contains(err.Error(), "other settings") {
 		t.Errorf("partial file of 3 steps, run of 4: err %v", err)
+	}
+}
+
+// TestBinarizeOnce: -binarize fixed draws every image once, each set from
+// its own stream, leaving the inputs as they were; the binary images then
+// pass the dynamic binarization of training and Evaluate unchanged.
+func TestBinarizeOnce(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	mk := func(n int) *dataset.Images {
+		im := &dataset.Images{N: n, Channels: 1, Height: 2, Width: 2, Pixels: make([]float64, 4*n)}
+		for i := range im.Pixels {
+			im.Pixels[i] = rng.Float64()
+		}
+		return im
+	}
+	a, b, c := mk(50), mk(50), mk(50)
+	before := slices.Clone(a.Pixels)
+	x, y, z, err := binarizeOnce(7, a, b, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(a.Pixels, before) {
+		t.Error("binarizeOnce changed its input")
+	}
+	x2, _, _, err := binarizeOnce(7, a, b, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(x.Pixels, x2.Pixels) {
+		t.Error("the same seed gave another binarization")
+	}
+	for _, im := range []*dataset.Images{x, y, z} {
+		again, err := vae.Binarize(nil, im.Pixels, rand.New(rand.NewPCG(99, 99)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(again, im.Pixels) {
+			t.Error("a binary image changed under a further binarization")
+		}
+		for _, v := range im.Pixels {
+			if v != 0 && v != 1 {
+				t.Fatalf("pixel %v", v)
+			}
+		}
+	}
+	b1, _, _, err := binarizeOnce(7, b, a, c) // b from stream 1, not 2
+	if err != nil {
+		t.Fatal(err)
+	}
+	if slices.Equal(b1.Pixels, y.Pixels) {
+		t.Error("the sets should come from streams of their own")
 	}
 }
