@@ -27,4 +27,13 @@
 // the parameters (names and shapes); resuming with others is an error rather
 // than a silently different run. Epochs may grow between runs, to train a
 // finished model further.
+//
+// # One loop
+//
+// Run is built on Loop, the step loop that every trainer of the module
+// shares (vi.Fit, the jigsaw network's Train): the loss of a step on a
+// fresh tape, back-propagation, clipping, the optimizer step, checkpoints
+// in one format (the parameters, the optimizer's state, the losses, the
+// trainer's settings and its own state, see Extra) and bit-exact resumption.
+// A trainer supplies the loss of a step and what it adds around it.
 package train

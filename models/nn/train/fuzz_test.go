@@ -62,30 +62,32 @@ func FuzzResume(f *testing.F) {
 	f.Add([]byte("garbage"))
 	f.Add(bytes.Repeat([]byte{0xff}, 64))
 	// Well-formed gob, damaged content.
-	var ck checkpoint
+	var ck loopCheckpoint
 	if found, err := gobfile.Read(inside, &ck); err != nil || !found {
 		f.Fatal(found, err)
 	}
-	for _, damage := range []func(*checkpoint){
-		func(c *checkpoint) { c.Version = 2 },
-		func(c *checkpoint) { c.Step = -1 },
-		func(c *checkpoint) { c.Step = math.MaxInt },
-		func(c *checkpoint) { c.Loss[3] = math.NaN() },
-		func(c *checkpoint) { c.Loss = c.Loss[:2] },
-		func(c *checkpoint) { c.Epochs = nil },
-		func(c *checkpoint) { c.Epochs[0].Step = 1 << 40 },
-		func(c *checkpoint) { c.Stopped = true },
-		func(c *checkpoint) { c.Values = c.Values[:1] },
-		func(c *checkpoint) { c.Values[0] = append(c.Values[0], 1) },
-		func(c *checkpoint) { c.Values[1][0] = math.Inf(-1) },
-		func(c *checkpoint) { c.Optim.Steps = -3 },
-		func(c *checkpoint) { c.Optim.Moments = c.Optim.Moments[:1] },
-		func(c *checkpoint) { c.Fingerprint.Names = nil },
-		func(c *checkpoint) { c.Fingerprint.Shapes = nil },
-		func(c *checkpoint) { c.Fingerprint.Shapes = c.Fingerprint.Shapes[:1] },
-		func(c *checkpoint) { c.Fingerprint.Shapes = [][]int{{1 << 62, 1 << 62}} },
+	for _, damage := range []func(*loopCheckpoint){
+		func(c *loopCheckpoint) { c.Version = 2 },
+		func(c *loopCheckpoint) { c.Step = -1 },
+		func(c *loopCheckpoint) { c.Step = math.MaxInt },
+		func(c *loopCheckpoint) { c.Losses[3] = math.NaN() },
+		func(c *loopCheckpoint) { c.Losses = c.Losses[:2] },
+		func(c *loopCheckpoint) { c.Extra = nil },
+		func(c *loopCheckpoint) { c.Extra = c.Extra[:len(c.Extra)/2] },
+		func(c *loopCheckpoint) { c.Settings = c.Settings[:1] },
+		func(c *loopCheckpoint) { c.Settings[2].Value = "x" },
+		func(c *loopCheckpoint) { c.Stopped = true },
+		func(c *loopCheckpoint) { c.Values = c.Values[:1] },
+		func(c *loopCheckpoint) { c.Values[0] = append(c.Values[0], 1) },
+		func(c *loopCheckpoint) { c.Values[1][0] = math.Inf(-1) },
+		func(c *loopCheckpoint) { c.Optim.Steps = -3 },
+		func(c *loopCheckpoint) { c.Optim.Moments = c.Optim.Moments[:1] },
+		func(c *loopCheckpoint) { c.Names = nil },
+		func(c *loopCheckpoint) { c.Shapes = nil },
+		func(c *loopCheckpoint) { c.Shapes = c.Shapes[:1] },
+		func(c *loopCheckpoint) { c.Shapes = [][]int{{1 << 62, 1 << 62}} },
 	} {
-		var c checkpoint
+		var c loopCheckpoint
 		if found, err := gobfile.Read(inside, &c); err != nil || !found {
 			f.Fatal(found, err)
 		}

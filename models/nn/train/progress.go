@@ -48,7 +48,7 @@ func newProgress(w io.Writer, r *runner) *progress {
 		p.bar.Set64(done)
 	}
 	// Resume the running mean of a resumed epoch.
-	for _, v := range r.res.Loss[r.step/r.perEpoch*r.perEpoch : r.step] {
+	for _, v := range r.losses[r.step/r.perEpoch*r.perEpoch : r.step] {
 		p.sum += v
 		p.count++
 	}

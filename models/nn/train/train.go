@@ -101,37 +101,25 @@ func Run(ctx context.Context, params []*ad.Param, task Task, o Options) (*Result
 	if err != nil {
 		return nil, err
 	}
-	defer r.progress.close()
-	for r.step < r.total && !r.res.Stopped {
-		if err := ctx.Err(); err != nil {
-			return r.finish(r.save(err))
-		}
-		if err := r.doStep(); err != nil {
-			return r.finish(err)
-		}
-		switch {
-		case r.step%r.perEpoch == 0 || r.step == r.total:
-			if err := r.endEpoch(); err != nil {
-				return r.finish(err)
-			}
-		case r.step%o.CheckpointEvery == 0:
-			if err := r.save(nil); err != nil {
-				return r.finish(err)
-			}
-		}
+	lr, err := r.loop.Run(ctx)
+	r.progress.close()
+	if lr == nil {
+		return nil, err
 	}
-	return r.finish(nil)
+	r.res.Loss, r.res.Steps, r.res.Resumed, r.res.Stopped = lr.Losses, lr.Steps, lr.Resumed, lr.Stopped
+	r.res.Elapsed = lr.Elapsed
+	return r.res, err
 }
 
-// runner is the state of one call of Run.
+// runner is the state of one call of Run: the Loop and what Run adds to it,
+// the epochs.
 type runner struct {
 	o        *Options
-	params   []*ad.Param
 	task     Task
-	opt      optim.Optimizer
-	tape     *ad.Tape
+	loop     *Loop
 	res      *Result
 	progress *progress
+	losses   []float64 // the loop's, kept current for progress and the epochs
 
 	step, total, perEpoch int
 	order                 []int // the current epoch's permutation of 0..N-1
@@ -147,21 +135,23 @@ func newRunner(params []*ad.Param, task Task, o *Options) (*runner, error) {
 	if err != nil {
 		return nil, fmt.Errorf("train: Run: %w", err)
 	}
-	r := &runner{o: o, params: params, task: task, opt: opt, tape: ad.NewTape(), res: &Result{},
+	r := &runner{o: o, task: task, res: &Result{},
 		perEpoch: StepsPerEpoch(o.N, o.BatchSize), orderEpoch: -1, began: time.Now()}
 	r.total = r.perEpoch * o.Epochs
 	if err := optim.Validate(o.LR, r.total); err != nil {
 		return nil, fmt.Errorf("train: Run: learning rate: %w", err)
 	}
-	if o.Checkpoint != "" {
-		if err := r.resume(); err != nil {
-			return nil, err
-		}
+	r.loop = &Loop{
+		Name: "train", Params: params, Optim: opt, Steps: r.total, LR: o.LR, Clip: o.Clip,
+		Loss: r.loss, After: r.after,
+		Started: func(step int, losses []float64) {
+			r.step, r.losses = step, losses
+			r.progress = newProgress(o.Progress, r)
+		},
+		Checkpoint: o.Checkpoint, CheckpointEvery: o.CheckpointEvery,
+		Settings: []Setting{{"N", fmt.Sprint(o.N)}, {"BatchSize", fmt.Sprint(o.BatchSize)}, {"Seed", fmt.Sprint(o.Seed)}},
+		Extra:    epochState{r},
 	}
-	for _, p := range params {
-		p.ZeroGrad()
-	}
-	r.progress = newProgress(o.Progress, r)
 	return r, nil
 }
 
@@ -205,10 +195,10 @@ func (o *Options) check(params []*ad.Param, task Task) error {
 	return nil
 }
 
-// batch returns the examples of step r.step, drawing the epoch's order if
-// it is not drawn yet.
-func (r *runner) batch() []int {
-	e, k := r.step/r.perEpoch, r.step%r.perEpoch
+// batch returns the examples of step i, drawing the epoch's order if it is
+// not drawn yet.
+func (r *runner) batch(i int) []int {
+	e, k := i/r.perEpoch, i%r.perEpoch
 	if e != r.orderEpoch {
 		r.order = EpochRand(r.o.Seed, e).Perm(r.o.N)
 		r.orderEpoch = e
@@ -216,49 +206,38 @@ func (r *runner) batch() []int {
 	return r.order[k*r.o.BatchSize : min((k+1)*r.o.BatchSize, r.o.N)]
 }
 
-// doStep takes one optimisation step.
-func (r *runner) doStep() error {
-	i := r.step
-	batch := r.batch()
-	r.tape.Reset()
+// loss records the loss of step i.
+func (r *runner) loss(t *ad.Tape, i int) (*ad.Var, error) {
 	if s, ok := r.task.(StepSetter); ok {
 		s.SetStep(i)
 	}
-	loss, err := r.task.Loss(r.tape, batch, StepRand(r.o.Seed, i))
+	loss, err := r.task.Loss(t, r.batch(i), StepRand(r.o.Seed, i))
 	if err == nil && (loss == nil || loss.Size() != 1) {
 		err = errors.New("the task's loss is not a scalar")
 	}
 	if err != nil {
-		return fmt.Errorf("train: step %d: %w", i, err)
+		return nil, err
 	}
-	v := loss.Item()
-	if math.IsNaN(v) || math.IsInf(v, 0) {
-		return fmt.Errorf("train: step %d (epoch %d): loss is %v", i, i/r.perEpoch, v)
+	if v := loss.Item(); math.IsNaN(v) || math.IsInf(v, 0) {
+		return nil, fmt.Errorf("loss is %v (epoch %d)", v, i/r.perEpoch)
 	}
-	if err := r.tape.Backward(loss); err != nil {
-		return fmt.Errorf("train: step %d: %w", i, err)
-	}
-	if r.o.Clip > 0 {
-		if _, err := optim.ClipGradNorm(r.params, r.o.Clip); err != nil {
-			return fmt.Errorf("train: step %d: %w", i, err)
-		}
-	}
-	if err := r.opt.Step(r.o.LR.At(i)); err != nil {
-		return fmt.Errorf("train: step %d: %w", i, err)
-	}
-	r.res.Loss = append(r.res.Loss, v)
-	r.step++
-	r.progress.step(len(batch), v)
-	return nil
+	return loss, nil
 }
 
-// endEpoch records the epoch just finished, calls OnEpoch and checkpoints.
-func (r *runner) endEpoch() error {
-	e := (r.step - 1) / r.perEpoch
+// after records the finished step i; at the end of an epoch it records the
+// epoch, calls OnEpoch and asks for a checkpoint.
+func (r *runner) after(i int, v float64) (save, stop bool, err error) {
+	r.losses = append(r.losses, v)
+	r.step = i + 1
+	r.progress.step(len(r.batch(i)), v)
+	if r.step%r.perEpoch != 0 && r.step != r.total {
+		return false, false, nil
+	}
+	e := i / r.perEpoch
 	var sum float64
-	losses := r.res.Loss[e*r.perEpoch : r.step]
-	for _, v := range losses {
-		sum += v
+	losses := r.losses[e*r.perEpoch : r.step]
+	for _, l := range losses {
+		sum += l
 	}
 	st := EpochStats{Epoch: e, Step: r.step, Loss: sum / float64(len(losses)), Elapsed: time.Since(r.began)}
 	r.res.Epochs = append(r.res.Epochs, st)
@@ -266,28 +245,10 @@ func (r *runner) endEpoch() error {
 	if r.o.OnEpoch != nil {
 		switch err := r.o.OnEpoch(st); {
 		case errors.Is(err, ErrStop):
-			r.res.Stopped = true
+			stop = true
 		case err != nil:
-			return fmt.Errorf("train: after epoch %d: %w", e, err)
+			return false, false, fmt.Errorf("train: after epoch %d: %w", e, err)
 		}
 	}
-	return r.save(nil)
-}
-
-// save writes a checkpoint if one is configured and joins any failure to
-// cause.
-func (r *runner) save(cause error) error {
-	if r.o.Checkpoint == "" {
-		return cause
-	}
-	if err := writeCheckpoint(r.o.Checkpoint, r.checkpoint()); err != nil {
-		return errors.Join(cause, err)
-	}
-	return cause
-}
-
-func (r *runner) finish(err error) (*Result, error) {
-	r.res.Steps = r.step
-	r.res.Elapsed = time.Since(r.began)
-	return r.res, err
+	return true, stop, nil
 }

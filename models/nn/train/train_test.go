@@ -287,7 +287,7 @@ func TestCheckpointMismatch(t *testing.T) {
 		edit func(*Options, *regression)
 		want string
 	}{
-		{"N", func(o *Options, _ *regression) { o.N = 36 }, "N = 37, this run has N = 36"},
+		{"N", func(o *Options, _ *regression) { o.N = 36 }, "N = 37, this run has 36"},
 		{"batch", func(o *Options, _ *regression) { o.BatchSize = 6 }, "BatchSize = 5, this run has 6"},
 		{"seed", func(o *Options, _ *regression) { o.Seed = 12 }, "Seed = 11, this run has 12"},
 		{"shape", func(_ *Options, r *regression) { r.w = ad.NewParam("w", ad.Zeros(1, 3)) }, `"w" of shape [3 1], this run's is "w" of shape [1 3]`},
@@ -356,7 +356,7 @@ func TestStopAndErrors(t *testing.T) {
 			}
 			return l, err
 		})
-		if _, err := Run(context.Background(), r.params(), task, baseOptions()); err == nil || !strings.Contains(err.Error(), "step 3 (epoch 0): loss is NaN") {
+		if _, err := Run(context.Background(), r.params(), task, baseOptions()); err == nil || !strings.Contains(err.Error(), "step 3: loss is NaN (epoch 0)") {
 			t.Fatalf("error %v", err)
 		}
 	})
