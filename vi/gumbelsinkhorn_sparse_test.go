@@ -307,7 +307,7 @@ func TestFitModelSparseResume(t *testing.T) {
 	// A checkpoint of the other layout is refused with a reason.
 	o.PermLayout = LayoutDense
 	_, err = FitModel(context.Background(), m, o)
-	require.ErrorContains(t, err, "values, model has")
+	require.ErrorContains(t, err, `its parameter 0 is "P.X" of shape [56], this run's is "P.X" of shape [2 10 10]`)
 }
 
 // TestBudgetDrawTiming: under a Budget the reserve's draw cost is timed on

@@ -14,6 +14,7 @@ import (
 	"github.com/permlab/permlab/ad"
 	"github.com/permlab/permlab/ad/optim"
 	"github.com/permlab/permlab/models"
+	"github.com/permlab/permlab/models/nn/train"
 )
 
 // GuideKind selects the variational family FitModel builds for a site.
@@ -804,19 +805,19 @@ func replayPlateau(path string, plateau *Plateau, steps int) (int, error) {
 	if path == "" {
 		return steps, nil
 	}
-	ck, err := readCheckpoint(path)
-	if errors.Is(err, errNoCheckpoint) {
-		return steps, nil
-	}
+	losses, found, err := train.ReadLosses(path)
 	if err != nil {
 		return 0, fmt.Errorf("vi: FitModel: %w", err)
 	}
-	for k, v := range ck.ELBO {
-		if plateau.Add(v) {
-			if k != len(ck.ELBO)-1 {
+	if !found {
+		return steps, nil
+	}
+	for k, v := range losses {
+		if plateau.Add(-v) { // the loss is −ELBO
+			if k != len(losses)-1 {
 				return 0, fmt.Errorf("vi: FitModel: checkpoint %s continues past the plateau at step %d: written with other restart settings?", path, k+1)
 			}
-			return len(ck.ELBO), nil
+			return len(losses), nil
 		}
 	}
 	return steps, nil

@@ -12,6 +12,7 @@ import (
 
 	"github.com/permlab/permlab/ad"
 	"github.com/permlab/permlab/ad/optim"
+	"github.com/permlab/permlab/models/nn/train"
 )
 
 // Model is a probabilistic model p(y, z) with its data held inside.
@@ -227,75 +228,39 @@ func Fit(ctx context.Context, m Model, guides []Guide, o Options) (*Result, erro
 	if err != nil {
 		return nil, fmt.Errorf("vi: Fit: %w", err)
 	}
-	res := &Result{}
-	start := 0
-	if o.Checkpoint != "" {
-		ck, err := readCheckpoint(o.Checkpoint)
-		switch {
-		case err == nil:
-			if err := ck.restore(params, opt); err != nil {
-				return nil, fmt.Errorf("vi: Fit: checkpoint %s: %w", o.Checkpoint, err)
-			}
-			start = ck.Step
-			res.ELBO = append(res.ELBO, ck.ELBO...)
-			res.Resumed = start
-		case !errors.Is(err, errNoCheckpoint):
-			return nil, fmt.Errorf("vi: Fit: %w", err)
-		}
-	}
-	for _, p := range params {
-		p.ZeroGrad()
-	}
-	save := func(step int) error {
-		if o.Checkpoint == "" {
-			return nil
-		}
-		return writeCheckpoint(o.Checkpoint, newCheckpoint(step, params, opt, res.ELBO))
-	}
-	t := ad.NewTape()
+	// The step loop is package train's, which every trainer shares: the
+	// loss is −ELBO, and the ELBO trace its negation (exact).
+	var ll, div float64 // the last step's parts, for Progress
 	began := time.Now()
-	for i := start; i < o.Steps; i++ {
-		if err := ctx.Err(); err != nil {
-			res.Steps = i
-			res.Elapsed = time.Since(began)
-			if serr := save(i); serr != nil {
-				return res, errors.Join(err, serr)
+	loop := &train.Loop{
+		Name: "vi", Params: params, Optim: opt, Steps: o.Steps, LR: o.LR, Clip: o.Clip,
+		Checkpoint: o.Checkpoint, CheckpointEvery: o.CheckpointEvery,
+		Settings: []train.Setting{{Name: "Seed", Value: fmt.Sprint(o.Seed)}, {Name: "K", Value: fmt.Sprint(o.K)}},
+		Loss: func(t *ad.Tape, i int) (*ad.Var, error) {
+			elbo, l, d, err := ELBO(t, m, guides, Step{Index: i, K: o.K, Rng: StepRand(o.Seed, i)})
+			if err != nil {
+				return nil, err
 			}
-			return res, err
-		}
-		t.Reset()
-		s := Step{Index: i, K: o.K, Rng: StepRand(o.Seed, i)}
-		elbo, ll, div, err := ELBO(t, m, guides, s)
-		if err != nil {
-			return res, fmt.Errorf("vi: step %d: %w", i, err)
-		}
-		val := elbo.Item()
-		if math.IsNaN(val) || math.IsInf(val, 0) {
-			return res, fmt.Errorf("vi: step %d: ELBO is %v (log-likelihood %v, divergence %v)", i, val, ll.Item(), div.Item())
-		}
-		if err := t.Backward(ad.Neg(elbo)); err != nil {
-			return res, fmt.Errorf("vi: step %d: %w", i, err)
-		}
-		if o.Clip > 0 {
-			if _, err := optim.ClipGradNorm(params, o.Clip); err != nil {
-				return res, fmt.Errorf("vi: step %d: %w", i, err)
+			if val := elbo.Item(); math.IsNaN(val) || math.IsInf(val, 0) {
+				return nil, fmt.Errorf("ELBO is %v (log-likelihood %v, divergence %v)", val, l.Item(), d.Item())
 			}
-		}
-		if err := opt.Step(o.LR.At(i)); err != nil {
-			return res, fmt.Errorf("vi: step %d: %w", i, err)
-		}
-		res.ELBO = append(res.ELBO, val)
-		done := i + 1
-		if o.Progress != nil && (done%o.ProgressEvery == 0 || done == o.Steps) {
-			o.Progress(Progress{Step: done, Steps: o.Steps, ELBO: val, LogLik: ll.Item(), Div: div.Item(), Elapsed: time.Since(began)})
-		}
-		if done%o.CheckpointEvery == 0 || done == o.Steps {
-			if err := save(done); err != nil {
-				return res, fmt.Errorf("vi: step %d: %w", i, err)
+			ll, div = l.Item(), d.Item()
+			return ad.Neg(elbo), nil
+		},
+		After: func(i int, loss float64) (bool, bool, error) {
+			if done := i + 1; o.Progress != nil && (done%o.ProgressEvery == 0 || done == o.Steps) {
+				o.Progress(Progress{Step: done, Steps: o.Steps, ELBO: -loss, LogLik: ll, Div: div, Elapsed: time.Since(began)})
 			}
-		}
+			return false, false, nil
+		},
 	}
-	res.Steps = o.Steps
-	res.Elapsed = time.Since(began)
-	return res, nil
+	lr, err := loop.Run(ctx)
+	if lr == nil {
+		return nil, err
+	}
+	res := &Result{Steps: lr.Steps, Resumed: lr.Resumed, Elapsed: lr.Elapsed, ELBO: make([]float64, len(lr.Losses))}
+	for i, v := range lr.Losses {
+		res.ELBO[i] = -v
+	}
+	return res, err
 }

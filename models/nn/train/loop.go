@@ -316,3 +316,27 @@ func (l *Loop) mismatch(ck *loopCheckpoint) string {
 	}
 	return ""
 }
+
+// ReadLosses returns the losses of the steps a Loop checkpoint at path
+// holds, after the checks that need no Loop (its version, one finite loss
+// per step); found is false when there is no such file. A trainer that
+// must know its history before it sets up its Loop (a plateau rule
+// deciding the number of steps, say) reads it here.
+func ReadLosses(path string) (losses []float64, found bool, err error) {
+	ck := new(loopCheckpoint)
+	if found, err = gobfile.Read(path, ck); err != nil || !found {
+		return nil, found, err
+	}
+	switch {
+	case ck.Version != loopVersion:
+		return nil, true, fmt.Errorf("checkpoint %s has version %d, want %d (written by an older version: delete it to start afresh)", path, ck.Version, loopVersion)
+	case ck.Step < 0 || len(ck.Losses) != ck.Step:
+		return nil, true, fmt.Errorf("checkpoint %s is inconsistent: step %d with %d losses", path, ck.Step, len(ck.Losses))
+	}
+	for i, v := range ck.Losses {
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			return nil, true, fmt.Errorf("checkpoint %s is inconsistent: the loss of step %d is %v", path, i, v)
+		}
+	}
+	return ck.Losses, true, nil
+}
