@@ -142,13 +142,13 @@ func TestTrainResumeMismatch(t *testing.T) {
 		return err
 	}
 	for want, mod := range map[string]func(c *Config, d *Data, tc *TrainConfig){
-		"seed 3, this run has 4":    func(_ *Config, _ *Data, tc *TrainConfig) { tc.Seed = 4 },
-		"batch 4, this run has 5":   func(_ *Config, _ *Data, tc *TrainConfig) { tc.Batch = 5 },
-		"learning rate":             func(_ *Config, _ *Data, tc *TrainConfig) { tc.LR = 0.02 },
-		"60 images of 64 values":    func(_ *Config, d *Data, _ *TrainConfig) { d.Pixels = d.Pixels[:64*50] },
-		"network":                   func(c *Config, _ *Data, _ *TrainConfig) { c.Hidden = 7 },
-		"beyond the 5 steps asked":  func(_ *Config, _ *Data, tc *TrainConfig) { tc.Steps = 5 },
-		"delete it to start afresh": func(c *Config, _ *Data, _ *TrainConfig) { c.Noise = 1 },
+		"seed = 3, this run has 4":                     func(_ *Config, _ *Data, tc *TrainConfig) { tc.Seed = 4 },
+		"batch = 4, this run has 5":                    func(_ *Config, _ *Data, tc *TrainConfig) { tc.Batch = 5 },
+		"learning rate":                                func(_ *Config, _ *Data, tc *TrainConfig) { tc.LR = 0.02 },
+		"images = 60 of 64 values, this run has 50 of": func(_ *Config, d *Data, _ *TrainConfig) { d.Pixels = d.Pixels[:64*50] },
+		"network":                             func(c *Config, _ *Data, _ *TrainConfig) { c.Hidden = 7 },
+		"at step 8, beyond the run's 5 steps": func(_ *Config, _ *Data, tc *TrainConfig) { tc.Steps = 5 },
+		"delete it to start afresh":           func(c *Config, _ *Data, _ *TrainConfig) { c.Noise = 1 },
 	} {
 		assert.ErrorContains(t, other(mod), want)
 	}

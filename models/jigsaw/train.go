@@ -10,6 +10,7 @@ import (
 
 	"github.com/permlab/permlab/ad"
 	"github.com/permlab/permlab/ad/optim"
+	"github.com/permlab/permlab/models/nn/train"
 )
 
 // TrainConfig holds the optimisation settings of Train.
@@ -99,94 +100,79 @@ func (n *Net) Train(ctx context.Context, data Data, tc TrainConfig) (*Training, 
 	if every < 1 {
 		every = 100
 	}
-	src := rand.NewPCG(tc.Seed, 0x747261696e)
-	rng := rand.New(src)
-	trace := make([]float64, 0, tc.Steps)
-	begun, prior, from := time.Now(), 0.0, 0
-	if tc.Checkpoint != "" {
-		st, err := n.loadTrainState(tc.Checkpoint, &tc, count, opt, src)
-		if err != nil {
-			return nil, err
-		}
-		if st != nil {
-			trace, prior, from = append(trace, st.Trace...), st.Seconds, st.Step
-			if tc.Resumed != nil {
-				tc.Resumed(st.Step, st.Seconds)
-			}
-		}
-	}
 	saveEvery := tc.CheckpointEvery
 	if saveEvery < 1 {
 		saveEvery = 1000
 	}
-	// savedSec is the training time the last checkpoint recorded, at
-	// step saved. A call that returns right after a checkpoint reports
-	// that time, so that the seconds of a run resumed from it are the
-	// reported seconds plus the resumed call's own, never less.
-	saved, savedSec := len(trace), prior
-	seconds := func() float64 { return prior + time.Since(begun).Seconds() }
-	save := func() error {
-		if tc.Checkpoint == "" || saved == len(trace) {
-			return nil
-		}
-		saved, savedSec = len(trace), seconds()
-		return n.saveTrainState(tc.Checkpoint, &tc, count, opt, src, trace, savedSec)
-	}
-	done := func(err error) (*Training, error) {
-		s := seconds()
-		if tc.Checkpoint != "" && saved == len(trace) {
-			s = savedSec
-		}
-		return &Training{Losses: trace, ResumedFrom: from, Seconds: s}, err
-	}
-	t := ad.NewTape()
+	// One random stream draws the minibatches, the permutations and the
+	// noise, step after step; the checkpoint keeps its state.
+	src := rand.NewPCG(tc.Seed, 0x747261696e)
+	rng := rand.New(src)
+	ex := &trainExtra{src: src, begun: time.Now()}
 	imgs := make([]float64, tc.Batch*is)
 	var labels []int
 	if len(n.heads) > 1 {
 		labels = make([]int, tc.Batch)
 	}
-	start, sum, k := time.Now(), 0.0, 0
-	for step := len(trace) + 1; step <= tc.Steps; step++ {
-		if err := ctx.Err(); err != nil {
-			return done(errors.Join(err, save()))
-		}
-		for b := range tc.Batch {
-			i := rng.IntN(count)
-			copy(imgs[b*is:(b+1)*is], data.Pixels[i*is:(i+1)*is])
-			if labels != nil {
-				labels[b] = data.Labels[i]
+	var start time.Time
+	sum, k := 0.0, 0
+	loop := &train.Loop{
+		Name: "jigsaw: Train", Params: n.Params(), Optim: opt, Steps: tc.Steps, LR: optim.Constant(tc.LR),
+		Checkpoint: tc.Checkpoint, CheckpointEvery: saveEvery, Extra: ex,
+		Settings: []train.Setting{
+			{Name: "network", Value: fmt.Sprintf("%+v", n.cfg)}, {Name: "seed", Value: fmt.Sprint(tc.Seed)},
+			{Name: "batch", Value: fmt.Sprint(tc.Batch)}, {Name: "learning rate", Value: fmt.Sprint(tc.LR)},
+			{Name: "images", Value: fmt.Sprintf("%d of %d values", count, is)},
+		},
+		Started: func(step int, _ []float64) {
+			if step > 0 && tc.Resumed != nil {
+				tc.Resumed(step, ex.prior)
 			}
-		}
-		z, err := MakePuzzles(n.grid, imgs, labels, rng)
-		if err != nil {
-			return done(fmt.Errorf("jigsaw: Train: %w", err))
-		}
-		t.Reset()
-		loss := n.Loss(t, z, rng)
-		if err := t.Backward(loss); err != nil {
-			return done(fmt.Errorf("jigsaw: Train: step %d: %w", step, err))
-		}
-		l := loss.Item()
-		if math.IsNaN(l) || math.IsInf(l, 0) {
-			return done(fmt.Errorf("jigsaw: Train: step %d: %w", step, errNonFinite))
-		}
-		if err := opt.Step(tc.LR); err != nil {
-			return done(fmt.Errorf("jigsaw: Train: %w", err))
-		}
-		trace = append(trace, l)
-		if step%saveEvery == 0 || step == tc.Steps {
-			if err := save(); err != nil {
-				return done(err)
+			start = time.Now()
+		},
+		Loss: func(t *ad.Tape, i int) (*ad.Var, error) {
+			for b := range tc.Batch {
+				j := rng.IntN(count)
+				copy(imgs[b*is:(b+1)*is], data.Pixels[j*is:(j+1)*is])
+				if labels != nil {
+					labels[b] = data.Labels[j]
+				}
 			}
-		}
-		sum, k = sum+l, k+1
-		if tc.Progress != nil && (step%every == 0 || step == tc.Steps) {
-			el := time.Since(start).Seconds()
-			tc.Progress(step, sum/float64(k), float64(k*tc.Batch)/el)
-			start, sum, k = time.Now(), 0, 0
-		}
+			z, err := MakePuzzles(n.grid, imgs, labels, rng)
+			if err != nil {
+				return nil, err
+			}
+			loss := n.Loss(t, z, rng)
+			if err := t.Err(); err != nil {
+				return nil, err
+			}
+			if l := loss.Item(); math.IsNaN(l) || math.IsInf(l, 0) {
+				return nil, errNonFinite
+			}
+			return loss, nil
+		},
+		AfterSave: func(i int, l float64) {
+			step := i + 1
+			sum, k = sum+l, k+1
+			if tc.Progress != nil && (step%every == 0 || step == tc.Steps) {
+				el := time.Since(start).Seconds()
+				tc.Progress(step, sum/float64(k), float64(k*tc.Batch)/el)
+				start, sum, k = time.Now(), 0, 0
+			}
+		},
 	}
-	return done(nil)
+	lr, err := loop.Run(ctx)
+	if lr == nil {
+		return nil, err
+	}
+	secs := ex.seconds()
+	if tc.Checkpoint != "" && ex.savedAt == lr.Steps {
+		// Returning right after a checkpoint reports the time it
+		// recorded, so that a run resumed from it reports this call's
+		// seconds plus its own, never less.
+		secs = ex.savedSec
+	}
+	return &Training{Losses: lr.Losses, ResumedFrom: lr.Resumed, Seconds: secs}, err
 }
 
 var errNonFinite = errors.New("loss is not finite")

@@ -45,6 +45,10 @@ type Loop struct {
 	// loss. save asks for a checkpoint after it; stop ends the loop after
 	// it (Result.Stopped); an error ends the loop with that error.
 	After func(step int, loss float64) (save, stop bool, err error)
+	// AfterSave, if set, is called after After and after the checkpoint
+	// of the step, if one was written: a callback there sees the file as
+	// a run resumed from it would.
+	AfterSave func(step int, loss float64)
 	// Started, if set, is called once the checkpoint (if any) is restored,
 	// before the first step, with the step the loop starts from and the
 	// losses of the steps before it.
@@ -185,6 +189,9 @@ func (l *Loop) Run(ctx context.Context) (*LoopResult, error) {
 			if err := save(); err != nil {
 				return finish(fmt.Errorf("%s: step %d: %w", l.Name, step-1, err))
 			}
+		}
+		if l.AfterSave != nil {
+			l.AfterSave(step-1, v)
 		}
 	}
 	return finish(nil)
