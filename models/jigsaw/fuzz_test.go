@@ -11,7 +11,6 @@ import (
 	"reflect"
 	"slices"
 	"testing"
-
 )
 
 // gobBytes returns the gob encoding of v.
