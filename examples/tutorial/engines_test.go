@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"github.com/permlab/permlab/internal/longtest"
 	"math"
 	"testing"
 
@@ -65,9 +66,7 @@ func exactA(t *testing.T, m *Alignment) []float64 {
 // mean of A must be within 4 Monte Carlo standard errors (posterior standard
 // deviation over sqrt(ESS)) of the exact posterior mean.
 func TestMCMCAgreesWithExact(t *testing.T) {
-	if testing.Short() {
-		t.Skip("MCMC with its default options takes several seconds")
-	}
+	longtest.Skip(t, "MCMC with its default options, tens of seconds")
 	m, _ := Simulate(6, trueA, 0.1, 1)
 	ex, err := models.Exact(collapsed{m})
 	require.NoError(t, err)
@@ -143,8 +142,8 @@ func TestVIAgreesWithExact(t *testing.T) {
 		assert.InDelta(t, mu[d/2].AtVec(d%2), a.Mean[d], math.Sqrt(cov.At(d%2, d%2)), "A coordinate %d", d)
 	}
 
-	if testing.Short() {
-		return
+	if !longtest.Enabled {
+		return // three more data sets with four starts each: a long test
 	}
 	for seed := uint64(1); seed <= 3; seed++ {
 		m, _ := Simulate(6, trueA, 0.05, seed)

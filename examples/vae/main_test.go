@@ -19,6 +19,7 @@ import (
 
 	"github.com/permlab/permlab/ad/optim"
 	"github.com/permlab/permlab/dataset"
+	"github.com/permlab/permlab/internal/longtest"
 	"github.com/permlab/permlab/models/nn"
 	"github.com/permlab/permlab/models/nn/train"
 	"github.com/permlab/permlab/models/vae"
@@ -174,10 +175,10 @@ func TestPrepareCheckpoint(t *testing.T) {
 
 const mnistDir = "../../../shared/data/mnist" // ../shared beside the checkout
 
-// long turns on the end-to-end tests that train on MNIST (about a minute and
-// a half on 2 cores): go test ./examples/vae -args -long. They are opt-in so
-// that go test ./... stays fast; CI runs them in a stage of their own.
-var long = flag.Bool("long", false, "run the end-to-end tests that train on MNIST")
+// The end-to-end tests that train on MNIST (about a minute and a half on 2
+// cores) are long tests (package longtest): go test -tags long
+// ./examples/vae. They are opt-in so that go test ./... stays fast; CI runs
+// them in a stage of their own.
 
 // runFlags returns the options of a quick run on 300 MNIST images.
 func runFlags(t *testing.T, out string, extra ...string) *options {
@@ -209,9 +210,7 @@ func readSummary(t *testing.T, dir string) summary {
 // uninterrupted two-epoch run bit for bit, and checks that a run with
 // another estimator refuses the checkpoint.
 func TestRunMNIST(t *testing.T) {
-	if !*long {
-		t.Skip("trains on MNIST for several seconds" + "; run with -args -long")
-	}
+	longtest.Skip(t, "trains on MNIST for several seconds")
 	if _, err := os.Stat(mnistDir); err != nil {
 		t.Skipf("MNIST not found at %s: %v", mnistDir, err)
 	}
@@ -311,9 +310,7 @@ func TestRunMNIST(t *testing.T) {
 // checks that train's fingerprint alone would resume it, and that run
 // refuses it.
 func TestOldCheckpointRefused(t *testing.T) {
-	if !*long {
-		t.Skip("trains on MNIST for a few steps" + "; run with -args -long")
-	}
+	longtest.Skip(t, "trains on MNIST for a few steps")
 	if _, err := os.Stat(mnistDir); err != nil {
 		t.Skipf("MNIST not found at %s: %v", mnistDir, err)
 	}
@@ -391,9 +388,7 @@ func (c *cancelAt) Write(p []byte) (int, error) {
 // estimate of a run that never stopped, bit for bit; the file goes with
 // the summary, and a partial file of other settings is refused.
 func TestAISResumes(t *testing.T) {
-	if !*long {
-		t.Skip("trains on MNIST for a few seconds" + "; run with -args -long")
-	}
+	longtest.Skip(t, "trains on MNIST for a few seconds")
 	if _, err := os.Stat(mnistDir); err != nil {
 		t.Skipf("MNIST not found at %s: %v", mnistDir, err)
 	}

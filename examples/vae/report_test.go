@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/permlab/permlab/internal/longtest"
 	"io"
 	"os"
 	"path/filepath"
@@ -143,9 +144,7 @@ func TestEvalSplitValidation(t *testing.T) {
 	if _, err := parseFlags([]string{"-mnist", "x", "-eval-split", "train"}, io.Discard); err == nil {
 		t.Error("-eval-split train: no error")
 	}
-	if testing.Short() {
-		t.Skip("trains on MNIST for a few seconds")
-	}
+	longtest.Skip(t, "trains on MNIST for a few seconds")
 	if _, err := os.Stat(mnistDir); err != nil {
 		t.Skipf("MNIST not found at %s: %v", mnistDir, err)
 	}

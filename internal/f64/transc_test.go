@@ -1,6 +1,7 @@
 package f64
 
 import (
+	"github.com/permlab/permlab/internal/longtest"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -35,7 +36,11 @@ func transcInputs(r *rand.Rand, n int) []float64 {
 
 func TestTranscBits(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 2))
-	x := transcInputs(r, 2_000_003)
+	n := 200_003
+	if longtest.Enabled {
+		n = 2_000_003 // about ten times as long
+	}
+	x := transcInputs(r, n)
 	for _, asm := range []bool{false, true} {
 		if asm && !hasAsm {
 			continue
