@@ -70,7 +70,7 @@ func parse(args []string, stderr io.Writer) (options, error) {
 	fs.SetOutput(stderr)
 	fs.StringVar(&o.mnist, "mnist", "", "folder with the four MNIST IDX files (required)")
 	fs.StringVar(&o.classifier, "classifier", "", "checkpoint of a models/digits classifier that judges the assemblies (none: skip the evaluation)")
-	fs.StringVar(&o.out, "out", ".", "output folder for the JSON, PNG and checkpoint (made if missing)")
+	fs.StringVar(&o.out, "out", filepath.Join("out", "assembly"), "output folder for the JSON, PNG and checkpoint (made if missing; the default is under out/, which git ignores)")
 	fs.StringVar(&o.model, "model", "", "load this assembly network instead of training one (its -p must be given; the training flags go)")
 	fs.IntVar(&o.p, "p", 14, "pieces per side, 2 to 28")
 	fs.IntVar(&o.steps, "steps", 4000, "Adam steps")

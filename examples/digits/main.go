@@ -79,7 +79,7 @@ func parse(args []string, stderr io.Writer) (*config, error) {
 	fs := flag.NewFlagSet("digits", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.StringVar(&c.mnist, "mnist", "", "folder with the four MNIST IDX files (required)")
-	fs.StringVar(&c.out, "out", "digits.nn", "where to write the trained weights")
+	fs.StringVar(&c.out, "out", filepath.Join("out", "digits", "digits.nn"), "where to write the trained weights (the default is under out/, which git ignores)")
 	fs.StringVar(&c.json, "json", "", "where to write the JSON summary (default: -out with .json)")
 	fs.IntVar(&c.epochs, "epochs", 3, "passes over the training images")
 	fs.IntVar(&c.batch, "batch", 64, "images per step")

@@ -71,7 +71,7 @@ func main() {
 func run(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("figure1", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	out := fs.String("out", ".", "output directory (made if missing)")
+	out := fs.String("out", filepath.Join("out", "figure1"), "output directory (made if missing; the default is under out/, which git ignores)")
 	seed := fs.Uint64("seed", 1, "seed of X and of the Gumbel noise")
 	err := cli.Parse(fs, args)
 	if err == nil {

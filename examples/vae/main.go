@@ -109,7 +109,7 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	}
 	fs.StringVar(&o.mnist, "mnist", "", "folder holding the four MNIST IDX files (required)")
 	fs.StringVar(&o.estimator, "estimator", "gumbel-softmax", "stochastic node: gumbel-softmax, concrete or gumbel-space")
-	fs.StringVar(&o.out, "out", "vae-out", "output folder (checkpoint, summary.json, figures)")
+	fs.StringVar(&o.out, "out", filepath.Join("out", "vae"), "output folder (checkpoint, summary.json, figures; the default is under out/, which git ignores)")
 	fs.IntVar(&o.epochs, "epochs", 5, "passes over the 50,000 training images")
 	fs.IntVar(&o.batch, "batch", 100, "minibatch size")
 	fs.Uint64Var(&o.seed, "seed", 1, "seed of the weights, the minibatch order, the binarization and the noise")
