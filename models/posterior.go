@@ -36,9 +36,16 @@ type Posterior struct {
 // of relaxed samples, which is biased towards uniform at τ > 0), Exact by
 // enumeration. Mode[b] is the matching of the marginals, M(Marginals[b]),
 // the permutation that maximises the expected number of correct rows.
+//
+// A large, sparsely masked site (see PermPosteriorFromDrawsSparse) keeps its
+// marginals on the masks' candidates instead: SparseMarginals[b] holds the
+// entries of permutation b's pattern, every other entry is 0, and Marginals
+// is nil, so that the summary of a site of N rows takes O(candidates·N)
+// memory rather than N². Marginal(b) reads either form.
 type PermPosterior struct {
-	Marginals []*mat.Dense
-	Mode      []perm.Perm
+	Marginals       []*mat.Dense
+	SparseMarginals []*relax.SparseLogits
+	Mode            []perm.Perm
 	// Draws[d][b] is permutation b of draw d, nil when the engine keeps none.
 	Draws [][]perm.Perm
 	// RHat and ESS are the worst (largest R̂, smallest ESS) over the site's
@@ -90,6 +97,85 @@ func PermPosteriorFromDraws(draws [][]perm.Perm, masks []*perm.Mask) (*PermPoste
 	return pp, nil
 }
 
+// PermPosteriorFromDrawsSparse is PermPosteriorFromDraws for a site whose
+// permutations have the candidate patterns pats (models.PermSpec.Patterns)
+// and masks: when every mask is large and sparse (N >= 64, at most a
+// quarter of the entries allowed) the marginals are kept on the patterns
+// (SparseMarginals), with the frequencies and the mode PermPosteriorFromDraws
+// would give, bit for bit; otherwise it is PermPosteriorFromDraws. A draw
+// that puts a row on a column outside its pattern is an error.
+func PermPosteriorFromDrawsSparse(draws [][]perm.Perm, pats []*relax.SparsePattern, masks []*perm.Mask) (*PermPosterior, error) {
+	if len(draws) == 0 || len(draws[0]) == 0 {
+		return nil, fmt.Errorf("models: PermPosteriorFromDrawsSparse: no draws")
+	}
+	b := len(draws[0])
+	if len(pats) != b || len(masks) != b {
+		return nil, fmt.Errorf("models: PermPosteriorFromDrawsSparse: %d patterns and %d masks for %d permutations", len(pats), len(masks), b)
+	}
+	for _, m := range masks {
+		if m == nil || !sparseMask(m) {
+			return PermPosteriorFromDraws(draws, masks)
+		}
+	}
+	w := 1 / float64(len(draws))
+	marg := make([]*relax.SparseLogits, b)
+	for k, p := range pats {
+		marg[k] = &relax.SparseLogits{Pattern: p, Values: make([]float64, p.NNZ())}
+	}
+	for d, dr := range draws {
+		if len(dr) != b {
+			return nil, fmt.Errorf("models: PermPosteriorFromDrawsSparse: draw %d has %d permutations, want %d", d, len(dr), b)
+		}
+		for k, p := range dr {
+			pat := pats[k]
+			if len(p) != pat.N() {
+				return nil, fmt.Errorf("models: PermPosteriorFromDrawsSparse: draw %d permutation %d has size %d, want %d", d, k, len(p), pat.N())
+			}
+			v := marg[k].Values
+			for i, j := range p {
+				e := pat.Index(i, j)
+				if e < 0 {
+					return nil, fmt.Errorf("models: PermPosteriorFromDrawsSparse: draw %d puts row %d of permutation %d on column %d, outside its candidates", d, i, k, j)
+				}
+				v[e] += w
+			}
+		}
+	}
+	pp := &PermPosterior{SparseMarginals: marg, Draws: draws, RHat: math.NaN(), ESS: math.NaN()}
+	if err := pp.SetMode(masks); err != nil {
+		return nil, err
+	}
+	return pp, nil
+}
+
+// Len returns the number of permutations the posterior describes.
+func (pp *PermPosterior) Len() int { return max(len(pp.Marginals), len(pp.SparseMarginals)) }
+
+// Marginal returns the marginals of permutation b, from whichever form
+// holds them: entry (i, j) is P(row i goes to column j).
+func (pp *PermPosterior) Marginal(b int) mat.Matrix {
+	if b < len(pp.SparseMarginals) && pp.SparseMarginals[b] != nil {
+		return sparseMarginal{pp.SparseMarginals[b]}
+	}
+	return pp.Marginals[b]
+}
+
+// sparseMarginal presents marginals on a pattern as a matrix, 0 off it.
+type sparseMarginal struct{ x *relax.SparseLogits }
+
+func (m sparseMarginal) Dims() (int, int) { n := m.x.Pattern.N(); return n, n }
+func (m sparseMarginal) T() mat.Matrix    { return mat.Transpose{Matrix: m} }
+func (m sparseMarginal) At(i, j int) float64 {
+	if e := m.x.Pattern.Index(i, j); e >= 0 {
+		return m.x.Values[e]
+	}
+	n := m.x.Pattern.N()
+	if i < 0 || i >= n || j < 0 || j >= n {
+		panic(mat.ErrIndexOutOfRange)
+	}
+	return 0
+}
+
 // SetMode recomputes Mode as the matching of the marginals, restricted to
 // masks (nil, one shared mask or one per permutation). A mask of N >= 64
 // that allows at most a quarter of the entries is solved on its candidates
@@ -97,9 +183,22 @@ func PermPosteriorFromDraws(draws [][]perm.Perm, masks []*perm.Mask) (*PermPoste
 // with N²; optimal matchings that tie may then differ from the dense
 // solver's.
 func (pp *PermPosterior) SetMode(masks []*perm.Mask) error {
-	pp.Mode = make([]perm.Perm, len(pp.Marginals))
-	for k, m := range pp.Marginals {
+	pp.Mode = make([]perm.Perm, pp.Len())
+	for k := range pp.Mode {
 		var err error
+		if k < len(pp.SparseMarginals) && pp.SparseMarginals[k] != nil {
+			// The same candidates, values and solver as the dense
+			// marginals of a sparse mask below.
+			var sc *relax.SparseScores
+			if sc, err = pp.SparseMarginals[k].Pattern.Scores(pp.SparseMarginals[k].Values); err == nil {
+				pp.Mode[k], err = relax.MatchingSparse(*sc)
+			}
+			if err != nil {
+				return fmt.Errorf("models: mode of permutation %d: %w", k, err)
+			}
+			continue
+		}
+		m := pp.Marginals[k]
 		switch {
 		case len(masks) == 0:
 			pp.Mode[k], err = relax.Matching(m)
@@ -130,12 +229,12 @@ func sparseMask(m *perm.Mask) bool {
 // ½ Σ_j |pp[b][i][j] − q[b][i][j]|: 0 when the marginals agree, 1 when some
 // row puts its mass on disjoint columns.
 func (pp *PermPosterior) MaxRowTV(q *PermPosterior) (float64, error) {
-	if len(pp.Marginals) != len(q.Marginals) {
-		return 0, fmt.Errorf("models: MaxRowTV: %d against %d permutations", len(pp.Marginals), len(q.Marginals))
+	if pp.Len() != q.Len() {
+		return 0, fmt.Errorf("models: MaxRowTV: %d against %d permutations", pp.Len(), q.Len())
 	}
 	worst := 0.0
-	for k := range pp.Marginals {
-		a, b := pp.Marginals[k], q.Marginals[k]
+	for k := range pp.Len() {
+		a, b := pp.Marginal(k), q.Marginal(k)
 		ra, ca := a.Dims()
 		rb, cb := b.Dims()
 		if ra != rb || ca != cb {
@@ -164,7 +263,7 @@ func (p *Posterior) Summary() string {
 		for k, mode := range pp.Mode {
 			conf := 0.0
 			for i, j := range mode {
-				conf += pp.Marginals[k].At(i, j)
+				conf += pp.Marginal(k).At(i, j)
 			}
 			conf /= float64(max(len(mode), 1))
 			fmt.Fprintf(&sb, "  %s[%d]: mode %v, mean marginal on the mode %.3f", name, k, []int(mode), conf)

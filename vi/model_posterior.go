@@ -35,7 +35,7 @@ func (p *modelPlan) posteriorN(guides []Guide, d int) (*models.Posterior, error)
 			families = appendOnce(families, "Gumbel-Sinkhorn")
 			var draws [][]perm.Perm
 			if draws, err = g.draws(d, rng); err == nil {
-				post.Perms[g.Site], err = models.PermPosteriorFromDraws(draws, p.permSpec(g.Site).Masks)
+				post.Perms[g.Site], err = models.PermPosteriorFromDrawsSparse(draws, g.pats, p.permSpec(g.Site).Masks)
 			}
 		case *Rounding:
 			families = appendOnce(families, "rounding")
@@ -44,7 +44,7 @@ func (p *modelPlan) posteriorN(guides []Guide, d int) (*models.Posterior, error)
 			families = appendOnce(families, "rounding")
 			var draws [][]perm.Perm
 			if draws, err = g.draws(d, rng); err == nil {
-				post.Perms[g.Site], err = models.PermPosteriorFromDraws(draws, p.permSpec(g.Site).Masks)
+				post.Perms[g.Site], err = models.PermPosteriorFromDrawsSparse(draws, g.pats, p.permSpec(g.Site).Masks)
 			}
 		case *realNormal:
 			post.Reals[g.site.Name] = p.realPosterior(g, d, rng)
