@@ -104,22 +104,34 @@ func statsN(s *Stats) any {
 	return s.N
 }
 
-// FromSimulation builds the Problem of a simulation with the given masks.
+// FromSimulation builds the Problem of a simulation with the given masks,
+// its statistics the N × N moments (NewStats).
 func FromSimulation(sim *Simulation, masks []*perm.Mask) (*Problem, error) {
+	return fromSimulation("FromSimulation", sim, masks, func(w *Worm) (*Stats, error) { return w.Stats() })
+}
+
+// FromSimulationData is FromSimulation with the statistics in the data
+// form (NewDataStats): the recordings themselves, nothing N × N, for
+// simulations of thousands of neurons (see the package doc's Scale).
+func FromSimulationData(sim *Simulation, masks []*perm.Mask) (*Problem, error) {
+	return fromSimulation("FromSimulationData", sim, masks, func(w *Worm) (*Stats, error) { return NewDataStats(w.Y) })
+}
+
+func fromSimulation(fn string, sim *Simulation, masks []*perm.Mask, stats func(*Worm) (*Stats, error)) (*Problem, error) {
 	if sim == nil {
-		return nil, fmt.Errorf("celegans: FromSimulation: nil simulation")
+		return nil, fmt.Errorf("celegans: %s: nil simulation", fn)
 	}
-	stats := make([]*Stats, len(sim.Worms))
+	st := make([]*Stats, len(sim.Worms))
 	known := make([][]int, len(sim.Worms))
 	truth := make([]perm.Perm, len(sim.Worms))
 	for j, w := range sim.Worms {
-		s, err := w.Stats()
+		s, err := stats(w)
 		if err != nil {
 			return nil, err
 		}
-		stats[j], known[j], truth[j] = s, w.Known, w.Perm
+		st[j], known[j], truth[j] = s, w.Known, w.Perm
 	}
-	return NewProblem(sim.Connectome, stats, masks, known, sim.NoiseVar, truth)
+	return NewProblem(sim.Connectome, st, masks, known, sim.NoiseVar, truth)
 }
 
 // N returns the number of neurons; Worms the number of worms.

@@ -23,13 +23,14 @@ func dataProblem(t *testing.T, sim *Simulation, masks []*perm.Mask) (moments, da
 	t.Helper()
 	moments, err := FromSimulation(sim, masks)
 	require.NoError(t, err)
-	stats := make([]*Stats, len(sim.Worms))
-	for j, w := range sim.Worms {
-		stats[j], err = NewDataStats(w.Y)
-		require.NoError(t, err)
-	}
-	data, err = NewProblem(sim.Connectome, stats, masks, moments.Known, sim.NoiseVar, moments.Truth)
+	data, err = FromSimulationData(sim, masks)
 	require.NoError(t, err)
+	require.True(t, data.Stats[0].DataForm())
+	require.False(t, moments.Stats[0].DataForm())
+	require.Equal(t, moments.Known, data.Known)
+	require.Equal(t, moments.Truth, data.Truth)
+	_, err = FromSimulationData(nil, masks)
+	require.ErrorContains(t, err, "FromSimulationData: nil simulation")
 	return moments, data
 }
 
