@@ -303,57 +303,69 @@ func (m *Model) ConjugateSites() []string { return []string{SiteW} }
 
 // SampleConditional implements models.Conjugate: it overwrites W in s with
 // an exact draw from p(W | P, Y), row by row of the canonical W from the
-// worms' statistics pooled in canonical order.
+// worms' statistics pooled in canonical order (mcmc.RegressionRows.Sample's
+// draw, without its N × N output).
 func (m *Model) SampleConditional(rng *rand.Rand, s *models.State, site string) error {
-	if site != SiteW {
-		return fmt.Errorf("celegans: Model.SampleConditional: no conditional for site %q", site)
-	}
 	w := s.Reals[SiteW]
-	if len(s.Perms[SiteP]) != m.P.Worms() || len(w) != len(m.P.support) {
-		return errors.New("celegans: Model.SampleConditional: state does not match the model")
-	}
-	sxx, syx, release := m.pooled(s.Perms[SiteP])
-	defer release()
-	// Rows in increasing order, each from its posterior (mcmc.RegressionRows.Sample's
-	// draw, without its N × N output).
-	g := m.gibbsW()
-	for r, xs := range m.wRowX {
-		rp, err := g.Posterior(r, sxx, syx)
-		if err != nil {
-			return fmt.Errorf("celegans: Model.SampleConditional: %w", err)
-		}
+	return m.eachRowPosterior("SampleConditional", s, site, func(xs []int, rp *mcmc.RowPosterior) error {
 		vals := make([]float64, len(xs))
 		if err := rp.Rand(rng, vals); err != nil {
-			return fmt.Errorf("celegans: Model.SampleConditional: %w", err)
+			return err
 		}
 		for a, x := range xs {
 			w[x] = vals[a]
+		}
+		return nil
+	})
+}
+
+// eachRowPosterior calls f, rows in increasing order, with every row of the
+// canonical W (the row's support entries as coordinates of W's vector,
+// wRowX[r], in the order of wRowCol[r]) and its Gaussian conditional given
+// the permutations of s, from the pooled moments in either form of the
+// statistics. fn names the caller in errors.
+func (m *Model) eachRowPosterior(fn string, s *models.State, site string, f func(xs []int, rp *mcmc.RowPosterior) error) error {
+	if site != SiteW {
+		return fmt.Errorf("celegans: Model.%s: no conditional for site %q", fn, site)
+	}
+	if len(s.Perms[SiteP]) != m.P.Worms() || len(s.Reals[SiteW]) != len(m.P.support) {
+		return fmt.Errorf("celegans: Model.%s: state does not match the model", fn)
+	}
+	sxx, syx, release := m.pooled(s.Perms[SiteP])
+	defer release()
+	g := m.gibbsW()
+	for r, xs := range m.wRowX {
+		rp, err := g.Posterior(r, sxx, syx)
+		if err == nil {
+			err = f(xs, rp)
+		}
+		if err != nil {
+			return fmt.Errorf("celegans: Model.%s: %w", fn, err)
 		}
 	}
 	return nil
 }
 
 // condScratch is the scratch space of one draw of W: the pooled canonical
-// statistics and the dense draw, N×N each.
+// statistics, N×N each.
 type condScratch struct {
 	sxx *mat.SymDense
 	syx *mat.Dense
-	w   *mat.Dense
 }
 
 // condScratchPool holds scratch of SampleConditional between draws, so that
-// a chain's every sweep does not allocate (and clear) three N×N matrices;
+// a chain's every sweep does not allocate (and clear) two N×N matrices;
 // concurrent chains each take their own.
 var condScratchPool sync.Pool
 
 // getCondScratch returns scratch for N = n from the pool, or new scratch.
-// Every matrix is overwritten before it is read: pooledCanonical zeroes the
-// statistics, and the draw sets every entry of w.
+// Both matrices are overwritten before they are read: pooledCanonical
+// zeroes them.
 func getCondScratch(n int) *condScratch {
 	if sc, ok := condScratchPool.Get().(*condScratch); ok && sc.sxx.SymmetricDim() == n {
 		return sc
 	}
-	return &condScratch{sxx: mat.NewSymDense(n, nil), syx: mat.NewDense(n, n, nil), w: mat.NewDense(n, n, nil)}
+	return &condScratch{sxx: mat.NewSymDense(n, nil), syx: mat.NewDense(n, n, nil)}
 }
 
 // MaximizeConditional implements models.ConditionalMaximizer: it overwrites
@@ -362,28 +374,13 @@ func getCondScratch(n int) *condScratch {
 // row as SampleConditional draws it. models.Scorer so profiles W exactly,
 // in O(N·d³) for rows of d support entries.
 func (m *Model) MaximizeConditional(s *models.State, site string) error {
-	if site != SiteW {
-		return fmt.Errorf("celegans: Model.MaximizeConditional: no conditional for site %q", site)
-	}
 	w := s.Reals[SiteW]
-	if len(s.Perms[SiteP]) != m.P.Worms() || len(w) != len(m.P.support) {
-		return errors.New("celegans: Model.MaximizeConditional: state does not match the model")
-	}
-	sxx, syx, release := m.pooled(s.Perms[SiteP])
-	defer release()
-	g := m.gibbsW()
-	for r, xs := range m.wRowX {
-		// The row's posterior is over its support wRowCol[r], whose
-		// entries are W's coordinates wRowX[r], in the same order.
-		rp, err := g.Posterior(r, sxx, syx)
-		if err != nil {
-			return fmt.Errorf("celegans: Model.MaximizeConditional: %w", err)
-		}
+	return m.eachRowPosterior("MaximizeConditional", s, site, func(xs []int, rp *mcmc.RowPosterior) error {
 		for a, x := range xs {
 			w[x] = rp.Mean[a]
 		}
-	}
-	return nil
+		return nil
+	})
 }
 
 // Collapsed is the model with W integrated out analytically (a

@@ -219,12 +219,8 @@ func (dw *dataWorm) sync(p perm.Perm) {
 // to the cached permutation and residual.
 func (dw *dataWorm) exchange(i, k int) {
 	tt := len(dw.d)
-	x := dw.m.P.Stats[dw.j].Prev.RawMatrix().Data
 	a, b := dw.p[i], dw.p[k]
-	xi, xk := x[i*tt:(i+1)*tt], x[k*tt:(k+1)*tt]
-	for t := range dw.d {
-		dw.d[t] = xi[t] - xk[t]
-	}
+	dw.diff(i, k)
 	dw.inEdges(a, b)
 	for _, s := range dw.touch {
 		row := dw.q[s]
@@ -237,6 +233,17 @@ func (dw *dataWorm) exchange(i, k int) {
 	dw.q[a], dw.q[b] = k, i
 	dw.row(i, b, dw.q, dw.r[i*tt:(i+1)*tt])
 	dw.row(k, a, dw.q, dw.r[k*tt:(k+1)*tt])
+}
+
+// diff sets d = X[i] − X[k], the change of the rows' inputs to the others
+// when observed rows i and k exchange their identities.
+func (dw *dataWorm) diff(i, k int) {
+	tt := len(dw.d)
+	x := dw.m.P.Stats[dw.j].Prev.RawMatrix().Data
+	xi, xk := x[i*tt:(i+1)*tt], x[k*tt:(k+1)*tt]
+	for t := range dw.d {
+		dw.d[t] = xi[t] - xk[t]
+	}
 }
 
 // inEdges sets coef[s] = W[s][b] − W[s][a] for every identity s with an
@@ -266,12 +273,8 @@ func (dw *dataWorm) delta(i, k int) float64 {
 		return 0
 	}
 	tt := len(dw.d)
-	x := dw.m.P.Stats[dw.j].Prev.RawMatrix().Data
 	a, b := dw.p[i], dw.p[k]
-	xi, xk := x[i*tt:(i+1)*tt], x[k*tt:(k+1)*tt]
-	for t := range dw.d {
-		dw.d[t] = xi[t] - xk[t]
-	}
+	dw.diff(i, k)
 	dd := f64.Dot(dw.d, dw.d)
 	// Σ over the other rows of ‖R − ΔZ‖² − ‖R‖².
 	acc := 0.0
