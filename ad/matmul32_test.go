@@ -1,6 +1,7 @@
 package ad
 
 import (
+	"github.com/permlab/permlab/internal/longtest"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -76,7 +77,7 @@ func TestMatMul32Error(t *testing.T) {
 // adjoint.
 func TestMatMul32Gradients(t *testing.T) {
 	rng := rand.New(rand.NewPCG(9, 2))
-	// The four operand forms at small sizes; with -short only these (the
+	// The four operand forms at small sizes; without the build tag long only these (the
 	// large shapes take a minute under the race detector).
 	shapes := []struct {
 		name string
@@ -87,7 +88,7 @@ func TestMatMul32Gradients(t *testing.T) {
 		{"3x2/small", []int{3, 7, 6}, []int{6, 5}},
 		{"2x3/small", []int{4, 6}, []int{3, 6, 7}},
 	}
-	if !testing.Short() {
+	if longtest.Enabled {
 		shapes = append(shapes, matmulShapes...)
 	}
 	for _, c := range shapes {

@@ -2,6 +2,7 @@ package ad
 
 import (
 	"fmt"
+	"github.com/permlab/permlab/internal/longtest"
 	"math"
 	"math/rand/v2"
 	"runtime"
@@ -86,9 +87,7 @@ func TestMatMulMatchesNaive(t *testing.T) {
 }
 
 func TestMatMulGradientsLarge(t *testing.T) {
-	if testing.Short() {
-		t.Skip("finite differences over thousands of inputs; skipped with -short")
-	}
+	longtest.Skip(t, "finite differences over thousands of inputs")
 	rng := rand.New(rand.NewPCG(4, 2))
 	for _, c := range matmulShapes {
 		t.Run(c.name, func(t *testing.T) {

@@ -3,6 +3,7 @@ package celegans
 import (
 	"context"
 	"fmt"
+	"github.com/permlab/permlab/internal/longtest"
 	"testing"
 	"time"
 
@@ -35,7 +36,7 @@ func TestSolveKeepsBudget(t *testing.T) {
 	// model's LogLik takes on this problem before the first step (about
 	// 50 ms: it evaluates a few hundred samples).
 	budgets := []time.Duration{200 * time.Millisecond, time.Second}
-	if testing.Short() {
+	if !longtest.Enabled {
 		budgets = budgets[:1]
 	}
 	p, _ := smallProblem(t, 24, 2, 4, 0.3, 5)

@@ -2,6 +2,7 @@ package celegans
 
 import (
 	"context"
+	"github.com/permlab/permlab/internal/longtest"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -108,9 +109,7 @@ func TestCollapsedIdentity(t *testing.T) {
 // exact enumeration on a problem small enough to enumerate: 2 worms of 5
 // neurons, one known each, every identity a candidate.
 func TestEnginesMatchExact(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs both engines; skipped with -short")
-	}
+	longtest.Skip(t, "runs both engines")
 	p, sim := smallProblem(t, 5, 2, 1, 1, 4)
 	m := NewModel(p)
 	ex, err := models.Exact(Collapsed{m})

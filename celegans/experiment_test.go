@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/permlab/permlab/internal/longtest"
 	"image/png"
 	"math"
 	"os"
@@ -510,9 +511,7 @@ func TestResultLineCountsFits(t *testing.T) {
 // The real methods on a tiny problem: every file is written and a second
 // run finds everything done.
 func TestExperimentSolve(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs the real methods")
-	}
+	longtest.Skip(t, "runs the real methods")
 	dir := t.TempDir()
 	e := smallExperiment(t, dir, nil)
 	e.Cells = e.Cells[:1]

@@ -7,6 +7,7 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"errors"
+	"github.com/permlab/permlab/internal/longtest"
 	"io/fs"
 	"math"
 	"os"
@@ -223,9 +224,7 @@ const mnistDir = "../../shared/data/mnist"
 // values back as IDX bytes, the MD5s of the uncompressed files given in
 // shared/data/README.md, which proves the reader lost nothing.
 func TestRealMNIST(t *testing.T) {
-	if testing.Short() {
-		t.Skip("reads all 70,000 MNIST images")
-	}
+	longtest.Skip(t, "reads all 70,000 MNIST images")
 	if _, err := os.Stat(mnistDir); err != nil {
 		t.Skipf("MNIST not found at %s (see shared/data/README.md): %v", mnistDir, err)
 	}

@@ -5,6 +5,7 @@ package deploy_test
 
 import (
 	"context"
+	"github.com/permlab/permlab/internal/longtest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -65,9 +66,7 @@ func TestManifests(t *testing.T) {
 // needs a reachable Docker daemon (and the network, for the base images),
 // and is skipped otherwise.
 func TestDockerBuild(t *testing.T) {
-	if testing.Short() {
-		t.Skip("-short: not building the container image")
-	}
+	longtest.Skip(t, "builds the container image")
 	if _, err := exec.LookPath("docker"); err != nil {
 		t.Skip("docker is not installed: not building the container image")
 	}

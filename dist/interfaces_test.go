@@ -2,6 +2,7 @@ package dist
 
 import (
 	"fmt"
+	"github.com/permlab/permlab/internal/longtest"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -53,7 +54,7 @@ func (d denseLogProber) LogProb(x *mat.Dense) (float64, error) { return d.LogPro
 // 100 of them.
 func TestInterfacesEntropy(t *testing.T) {
 	m := 20000
-	if testing.Short() {
+	if !longtest.Enabled {
 		m = 4000
 	}
 	check := func(t *testing.T, mean, se, want float64) {

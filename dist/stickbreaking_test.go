@@ -2,6 +2,7 @@ package dist
 
 import (
 	"fmt"
+	"github.com/permlab/permlab/internal/longtest"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -110,7 +111,7 @@ func TestStickBreakingNormalizedN3(t *testing.T) {
 		Sigma: mat.NewDense(2, 2, []float64{1.0, 1.2, 0.9, 1.1}),
 	}
 	K := 200000
-	if testing.Short() {
+	if !longtest.Enabled {
 		K = 50000
 	}
 	var s, s2 float64

@@ -3,6 +3,7 @@ package mcmc
 import (
 	"context"
 	"errors"
+	"github.com/permlab/permlab/internal/longtest"
 	"math"
 	"math/rand/v2"
 	"runtime"
@@ -201,7 +202,7 @@ func TestRunModelMatchesExact(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			if c.long && testing.Short() {
+			if c.long && !longtest.Enabled {
 				t.Skip("about 10 s of CPU: the uncollapsed model evaluates LogLik on the tape at 8 temperatures")
 			}
 			res, err := RunModel(ctx, c.m, ModelOptions{Seed: 1})

@@ -1,6 +1,7 @@
 package mcmc
 
 import (
+	"github.com/permlab/permlab/internal/longtest"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -254,7 +255,7 @@ func testMask(t *testing.T, n int, rows [][]int) *perm.Mask {
 // bound catches it.
 func TestSwapMHStationary(t *testing.T) {
 	steps := 400_000
-	if testing.Short() {
+	if !longtest.Enabled {
 		steps = 100_000 // the bound is derived for the number of steps run
 	}
 	widths := [][]int{ // row i may take these columns; identity is admitted

@@ -1,6 +1,7 @@
 package models_test
 
 import (
+	"github.com/permlab/permlab/internal/longtest"
 	"math"
 	"math/rand/v2"
 	"strings"
@@ -356,7 +357,7 @@ func TestExactQuadratureTiming(t *testing.T) {
 		{"n = 6, 2 coordinates, LogLikState", fastCounts{&Counts{X: x6, Y: y6}}},
 		{"n = 6, 1 coordinate, LogLik", oneCoef{&Counts{X: x6, Y: y6}}},
 	}
-	if !testing.Short() {
+	if longtest.Enabled {
 		x8, y8 := countsData(8, 3)
 		runs = append(runs, run{"n = 8, 1 coordinate, LogLik", oneCoef{&Counts{X: x8, Y: y8}}})
 	}

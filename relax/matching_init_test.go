@@ -2,6 +2,7 @@ package relax
 
 import (
 	"errors"
+	"github.com/permlab/permlab/internal/longtest"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -127,7 +128,7 @@ func TestMatchingSparseInitAgreement(t *testing.T) {
 	sparse := Matcher{init: initSparse}
 	var auto Matcher
 	sizes := []int{48, 61, 100, 173, 300}
-	if testing.Short() {
+	if !longtest.Enabled {
 		sizes = sizes[:3]
 	}
 	for _, n := range sizes {
@@ -267,9 +268,7 @@ func TestMatchingSparseInitScaling(t *testing.T) {
 func TestMatchingSparseInitLarge(t *testing.T) {
 	// Above 512 the rows get more candidates (initBlocks); compare with
 	// the classic initialisation on uniform floats and on ties.
-	if testing.Short() {
-		t.Skip("n = 600")
-	}
+	longtest.Skip(t, "n = 600")
 	rng := rand.New(rand.NewPCG(25, 25))
 	classic := Matcher{init: initClassic}
 	var auto Matcher
@@ -304,7 +303,7 @@ func TestMatchingSparseInitRandom(t *testing.T) {
 	sparse := Matcher{init: initSparse}
 	var auto Matcher
 	count := 300
-	if testing.Short() {
+	if !longtest.Enabled {
 		count = 60
 	}
 	for k := range count {

@@ -2,6 +2,7 @@ package relax
 
 import (
 	"errors"
+	"github.com/permlab/permlab/internal/longtest"
 	"math"
 	"math/rand/v2"
 	"runtime"
@@ -230,7 +231,7 @@ func hungarian(n int, c func(i, j int) float64) []int {
 
 func TestMatchingAgainstHungarian(t *testing.T) {
 	sizes := []int{9, 31, 100, 157, 300}
-	if testing.Short() {
+	if !longtest.Enabled {
 		sizes = []int{9, 31, 100}
 	}
 	rng := rand.New(rand.NewPCG(2, 2))

@@ -1,6 +1,7 @@
 package relax
 
 import (
+	"github.com/permlab/permlab/internal/longtest"
 	"math"
 	"math/rand/v2"
 	"runtime"
@@ -209,7 +210,7 @@ func TestTheorem1Limit(t *testing.T) {
 	// 1e-3, and that the error shrinks along τ.
 	rng := rand.New(rand.NewPCG(4, 4))
 	iters := 20000
-	if testing.Short() {
+	if !longtest.Enabled {
 		iters = 5000
 	}
 	for _, n := range []int{2, 3, 4, 5, 6} {

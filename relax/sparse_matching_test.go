@@ -2,6 +2,7 @@ package relax
 
 import (
 	"errors"
+	"github.com/permlab/permlab/internal/longtest"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -73,7 +74,7 @@ func TestMatchingSparseAgainstDense(t *testing.T) {
 	var sm SparseMatcher
 	var total, infeasible, ties int
 	maxN := 60
-	if testing.Short() {
+	if !longtest.Enabled {
 		maxN = 30
 	}
 	for n := 1; n <= maxN; n++ {

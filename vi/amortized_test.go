@@ -3,6 +3,7 @@ package vi
 import (
 	"context"
 	"errors"
+	"github.com/permlab/permlab/internal/longtest"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -326,9 +327,7 @@ func TestAmortizedResumeAfterCancel(t *testing.T) {
 // arbitrary moment and checks that resuming from whatever checkpoint it
 // left ends with the parameters of an uninterrupted fit.
 func TestAmortizedResumeAfterKill(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts a subprocess")
-	}
+	longtest.Skip(t, "starts a subprocess")
 	ck := filepath.Join(t.TempDir(), "ck")
 	cmd := exec.Command(os.Args[0], "-test.run=^TestHelperAmortizedFit$")
 	cmd.Env = append(os.Environ(), "VI_AMORTIZED_HELPER_CHECKPOINT="+ck)

@@ -2,6 +2,7 @@ package vi
 
 import (
 	"context"
+	"github.com/permlab/permlab/internal/longtest"
 	"math"
 	"math/rand/v2"
 	"path/filepath"
@@ -80,9 +81,7 @@ func TestFitModelMatchesExact(t *testing.T) {
 	// the optimisation, and the test also requires VI to beat, by a wide
 	// margin, the two trivial answers: the uniform marginals and the point
 	// mass on the exact mode.
-	if testing.Short() {
-		t.Skip("fits four models (about 2 s)")
-	}
+	longtest.Skip(t, "fits four models (about 2 s)")
 	for seed := uint64(1); seed <= 4; seed++ {
 		m := newPointMatch(5, 0.15, seed)
 		ex, err := models.Exact(m)
@@ -239,9 +238,7 @@ func (m *permRegression) exactBetaMean(t *testing.T) [2]float64 {
 }
 
 func TestFitModelRealSite(t *testing.T) {
-	if testing.Short() {
-		t.Skip("fits a model with twelve starts (about 4 s)")
-	}
+	longtest.Skip(t, "fits a model with twelve starts (about 4 s)")
 	m := newPermRegression(4, 0.1)
 	ex, err := models.Exact(m)
 	require.NoError(t, err)

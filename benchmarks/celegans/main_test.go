@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"github.com/permlab/permlab/internal/longtest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -28,9 +29,7 @@ func tinyConfig() config {
 func needTorch(t *testing.T, python string) {
 	t.Helper()
 	// Starting Python and importing torch takes seconds.
-	if testing.Short() {
-		t.Skip("starts PyTorch")
-	}
+	longtest.Skip(t, "starts PyTorch")
 	if _, err := os.Stat(python); err != nil {
 		t.Skipf("no Python interpreter at %s", python)
 	}

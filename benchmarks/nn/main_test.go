@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"github.com/permlab/permlab/internal/longtest"
 	"math"
 	"os"
 	"os/exec"
@@ -231,9 +232,7 @@ func TestRunWithoutPython(t *testing.T) {
 }
 
 func TestRunAgainstTorch(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts PyTorch")
-	}
+	longtest.Skip(t, "starts PyTorch")
 	c := quickConfig()
 	if _, err := os.Stat(c.python); err != nil {
 		t.Skip("no python3")

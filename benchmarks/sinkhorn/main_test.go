@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"github.com/permlab/permlab/internal/longtest"
 	"os"
 	"os/exec"
 	"testing"
@@ -27,9 +28,7 @@ func TestRunWithoutPython(t *testing.T) {
 
 func TestRunAgainstTorch(t *testing.T) {
 	// Starting Python and importing torch takes seconds.
-	if testing.Short() {
-		t.Skip("starts PyTorch")
-	}
+	longtest.Skip(t, "starts PyTorch")
 	c := tinyConfig()
 	if _, err := os.Stat(c.python); err != nil {
 		t.Skip("no python3")
@@ -53,7 +52,7 @@ func TestRunForward(t *testing.T) {
 	assert.Contains(t, out.String(), "Sinkhorn forward S = S^L(X/τ): batch 2 × 6×6")
 	assert.Contains(t, out.String(), "| permlab relax.SinkhornBatch |")
 
-	if testing.Short() {
+	if !longtest.Enabled {
 		return
 	}
 	c = tinyConfig()

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"github.com/permlab/permlab/internal/longtest"
 	"math"
 	"os"
 	"os/exec"
@@ -287,9 +288,7 @@ func TestRunRejectsBadConfig(t *testing.T) {
 
 // needTorch skips the test unless the reference can run.
 func needTorch(t *testing.T, c config) {
-	if testing.Short() {
-		t.Skip("starts PyTorch (skipped with -short)")
-	}
+	longtest.Skip(t, "starts PyTorch")
 	if _, err := os.Stat(c.python); err != nil {
 		t.Skipf("no Python interpreter at %s: the cross-check against PyTorch needs python3-torch", c.python)
 	}

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"github.com/permlab/permlab/internal/longtest"
 	"io"
 	"os"
 	"path/filepath"
@@ -180,9 +181,7 @@ func TestBadConnectome(t *testing.T) {
 // A tiny run of the real methods: tables printed, files written, and a
 // second run resumes with nothing left to do.
 func TestRunTiny(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs the real methods")
-	}
+	longtest.Skip(t, "runs the real methods")
 	dir := t.TempDir()
 	args := []string{"-neurons", "40", "-table", "7", "-cells", "10c-1w", "-T", "100", "-budget", "10s",
 		"-steps", "20", "-sweeps", "20", "-methods", "mcmc,gumbel-sinkhorn", "-out", dir}
@@ -225,9 +224,7 @@ func readResults(t *testing.T, dir string) map[string]string {
 // groups, write their own files and no report; the collector then runs
 // nothing and reports the whole grid.
 func TestShardedRunAndCollect(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs the real methods")
-	}
+	longtest.Skip(t, "runs the real methods")
 	dir := t.TempDir()
 	base := []string{"-neurons", "40", "-table", "7", "-cells", "10c-1w,30c-1w", "-T", "100", "-budget", "5s",
 		"-steps", "10", "-sweeps", "10", "-methods", "mcmc", "-out", dir}
@@ -268,9 +265,7 @@ func TestShardedRunAndCollect(t *testing.T) {
 
 // -report prints a finished experiment's tables from its files alone.
 func TestReportFlag(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs the real methods")
-	}
+	longtest.Skip(t, "runs the real methods")
 	dir := t.TempDir()
 	args := []string{"-neurons", "40", "-table", "7", "-cells", "10c-1w", "-T", "100", "-budget", "0",
 		"-steps", "20", "-sweeps", "20", "-methods", "mcmc,rounding", "-out", dir}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"github.com/permlab/permlab/internal/longtest"
 	"io"
 	"os"
 	"path/filepath"
@@ -25,9 +26,7 @@ func writeGrid(t *testing.T, g Grid) string {
 // A tuning grid runs each variant as its own experiment, writes the tuning
 // table, and resumes without re-running anything.
 func TestTuning(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs the real methods")
-	}
+	longtest.Skip(t, "runs the real methods")
 	grid := writeGrid(t, Grid{
 		Protocol: "test grid",
 		Args:     []string{"-neurons", "50", "-table", "7", "-cells", "10c-1w,10c-4w", "-T", "100", "-seed-start", "101", "-seeds", "2", "-budget", "0", "-trace", "0"},

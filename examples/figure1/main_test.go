@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"github.com/permlab/permlab/internal/longtest"
 	"image/png"
 	"math"
 	"os"
@@ -16,9 +17,7 @@ import (
 
 func TestFigureWritesPNG(t *testing.T) {
 	// Rendering takes about a second.
-	if testing.Short() {
-		t.Skip("renders the figure")
-	}
+	longtest.Skip(t, "renders the figure")
 	path := filepath.Join(t.TempDir(), "sub", "figure1.png")
 	require.NoError(t, write(path, 3))
 	fh, err := os.Open(path)
@@ -32,9 +31,7 @@ func TestFigureWritesPNG(t *testing.T) {
 }
 
 func TestRun(t *testing.T) {
-	if testing.Short() {
-		t.Skip("renders the figure")
-	}
+	longtest.Skip(t, "renders the figure")
 	dir := filepath.Join(t.TempDir(), "new")
 	var stdout, stderr bytes.Buffer
 	require.Equal(t, 0, run([]string{"-out", dir, "-seed", "2"}, &stdout, &stderr), stderr.String())

@@ -2,6 +2,7 @@ package digits
 
 import (
 	"context"
+	"github.com/permlab/permlab/internal/longtest"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -192,9 +193,7 @@ func second[T any](_ T, err error) error { return err }
 // TestTrainedWeights checks the committed weights, when the real MNIST
 // files are present, against the accuracy README.md reports.
 func TestTrainedWeights(t *testing.T) {
-	if testing.Short() {
-		t.Skip("classifies 10,000 images")
-	}
+	longtest.Skip(t, "classifies 10,000 images")
 	const weights, mnist = "testdata/digits.nn", "../../../shared/data/mnist"
 	if _, err := os.Stat(weights); err != nil {
 		t.Skipf("no trained weights: %v", err)

@@ -1,6 +1,7 @@
 package jigsaw
 
 import (
+	"github.com/permlab/permlab/internal/longtest"
 	"math"
 	"math/rand/v2"
 	"runtime"
@@ -85,9 +86,7 @@ func TestEdgeTablesMatchRefineTerms(t *testing.T) {
 // TestArrangerFindsOptimum checks the search on random 3 × 3 instances of
 // E against all 9! arrangements.
 func TestArrangerFindsOptimum(t *testing.T) {
-	if testing.Short() {
-		t.Skip("brute force over 9! arrangements")
-	}
+	longtest.Skip(t, "brute force over 9! arrangements")
 	const p, n = 3, 9
 	rng := rand.New(rand.NewPCG(4, 4))
 	climbMissed := 0

@@ -2,6 +2,7 @@ package matching
 
 import (
 	"context"
+	"github.com/permlab/permlab/internal/longtest"
 	"math"
 	"testing"
 
@@ -58,7 +59,7 @@ func TestMCMCMatchesExact(t *testing.T) {
 		{Config{N: 7, Sigma: 0.3, Seed: 7}, 3},
 		{Config{N: 7, Sigma: 0.3, Radius: 0.6, Seed: 7}, 4},
 	}
-	if testing.Short() {
+	if !longtest.Enabled {
 		cases = cases[1:2]
 	}
 	const draws = 10000
@@ -166,7 +167,7 @@ func viOptions(seed uint64) vi.ModelOptions {
 func TestVIMatchesExact(t *testing.T) {
 	var concentrated int
 	sigmas, sizes := []float64{0.05, 0.08}, []int{5, 6, 7, 8}
-	if testing.Short() {
+	if !longtest.Enabled {
 		sigmas, sizes = sigmas[:1], sizes[:2]
 	}
 	for _, sigma := range sigmas {
@@ -239,9 +240,7 @@ func exactBeta(t *testing.T, r *Regression, ex *models.ExactResult) []float64 {
 // the exact mode, and its mean of β within one posterior standard deviation
 // of E[β | y, σ = mode].
 func TestRegressionEnginesMatchExact(t *testing.T) {
-	if testing.Short() {
-		t.Skip("eight VI fits per problem take several seconds")
-	}
+	longtest.Skip(t, "eight VI fits per problem take several seconds")
 	for seed := uint64(1); seed <= 3; seed++ {
 		r, err := GenerateRegression(RegressionConfig{N: 6, D: 2, S: 0.1, Seed: seed})
 		require.NoError(t, err)

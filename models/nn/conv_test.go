@@ -2,6 +2,7 @@ package nn
 
 import (
 	"fmt"
+	"github.com/permlab/permlab/internal/longtest"
 	"math"
 	"math/rand/v2"
 	"runtime"
@@ -78,7 +79,7 @@ func TestConv2DMatchesNaive(t *testing.T) {
 func TestConv2DGradient(t *testing.T) {
 	rng := rand.New(rand.NewPCG(2, 2))
 	for _, c := range convCases {
-		if testing.Short() && c.n > 3 {
+		if !longtest.Enabled && c.n > 3 {
 			continue
 		}
 		ho, wo := (c.h+2*c.p-c.k)/c.s+1, (c.w+2*c.p-c.k)/c.s+1

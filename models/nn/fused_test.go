@@ -2,6 +2,7 @@ package nn
 
 import (
 	"fmt"
+	"github.com/permlab/permlab/internal/longtest"
 	"math"
 	"math/rand/v2"
 	"runtime"
@@ -159,7 +160,7 @@ func TestSequentialFusesConvReLUPool(t *testing.T) {
 func TestConvReLUPoolGradient(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 2))
 	for _, c := range fusedCases {
-		if testing.Short() && c.n > 3 {
+		if !longtest.Enabled && c.n > 3 {
 			continue
 		}
 		{

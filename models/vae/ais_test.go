@@ -1,6 +1,7 @@
 package vae
 
 import (
+	"github.com/permlab/permlab/internal/longtest"
 	"math"
 	"math/rand/v2"
 	"runtime"
@@ -148,9 +149,7 @@ func TestBDMC(t *testing.T) {
 // as many decoder evaluations per image (both are upper bounds on −log p(x)
 // in expectation), and that both are below the −ELBO.
 func TestAISAgainstIW(t *testing.T) {
-	if testing.Short() {
-		t.Skip("full-size decoder")
-	}
+	longtest.Skip(t, "full-size decoder")
 	m, err := New(DefaultConfig(), rand.New(rand.NewPCG(1, 1)))
 	if err != nil {
 		t.Fatal(err)

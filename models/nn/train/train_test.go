@@ -3,6 +3,7 @@ package train
 import (
 	"context"
 	"errors"
+	"github.com/permlab/permlab/internal/longtest"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -204,9 +205,7 @@ func TestResumeAfterCancel(t *testing.T) {
 // moment and checks that resuming from whatever checkpoint it left ends with
 // the parameters of an uninterrupted run.
 func TestResumeAfterKill(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts a subprocess")
-	}
+	longtest.Skip(t, "starts a subprocess")
 	ck := filepath.Join(t.TempDir(), "ck")
 	cmd := exec.Command(os.Args[0], "-test.run=^TestHelperTrain$")
 	cmd.Env = append(os.Environ(), "TRAIN_HELPER_CHECKPOINT="+ck)
