@@ -1,12 +1,13 @@
 package ad
 
 import (
-	"github.com/permlab/permlab/internal/longtest"
 	"math"
 	"math/rand/v2"
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/permlab/permlab/internal/longtest"
 )
 
 // product returns y = op(a, b) and the adjoints of a and b for the loss

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/permlab/permlab/internal/longtest"
 	"image/png"
 	"math"
 	"os"
@@ -19,6 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/permlab/permlab/compare"
+	"github.com/permlab/permlab/internal/longtest"
 )
 
 func TestTableCells(t *testing.T) {

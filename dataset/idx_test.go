@@ -7,13 +7,14 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"errors"
-	"github.com/permlab/permlab/internal/longtest"
 	"io/fs"
 	"math"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/permlab/permlab/internal/longtest"
 )
 
 // idxBytes returns an IDX file with the given magic, sizes and payload.

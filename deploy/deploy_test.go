@@ -5,7 +5,6 @@ package deploy_test
 
 import (
 	"context"
-	"github.com/permlab/permlab/internal/longtest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -16,6 +15,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/permlab/permlab/internal/longtest"
 )
 
 // flagsOf returns the flag names that the program examples/name defines.

@@ -2,7 +2,6 @@ package dist
 
 import (
 	"fmt"
-	"github.com/permlab/permlab/internal/longtest"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -11,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"gonum.org/v1/gonum/mat"
 
+	"github.com/permlab/permlab/internal/longtest"
 	"github.com/permlab/permlab/perm"
 )
 

@@ -2,7 +2,6 @@ package dist
 
 import (
 	"fmt"
-	"github.com/permlab/permlab/internal/longtest"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -12,6 +11,7 @@ import (
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/permlab/permlab/ad"
+	"github.com/permlab/permlab/internal/longtest"
 	"github.com/permlab/permlab/relax"
 )
 

@@ -3,7 +3,6 @@ package mcmc
 import (
 	"context"
 	"errors"
-	"github.com/permlab/permlab/internal/longtest"
 	"math"
 	"math/rand/v2"
 	"runtime"
@@ -12,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/permlab/permlab/ad"
+	"github.com/permlab/permlab/internal/longtest"
 	"github.com/permlab/permlab/models"
 	"github.com/permlab/permlab/perm"
 )

@@ -12,6 +12,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/permlab/permlab/internal/longtest"
 )
 
 // walk is a scalar state for a random-walk Metropolis kernel on N(0, 1).
@@ -224,6 +226,7 @@ func TestSamplerObserveEvery(t *testing.T) {
 // A deadline ends each chain before a sweep that would not end by it,
 // without an error.
 func TestSamplerDeadline(t *testing.T) {
+	longtest.Skip(t, "a wall-clock budget test: it needs the cores to itself, which the long stage of CI gives it (one package at a time)")
 	const step = 20 * time.Millisecond
 	sm := &Sampler[*walk]{
 		Chains: 2, Samples: 1000, Seed: 1,

@@ -1,7 +1,6 @@
 package mcmc
 
 import (
-	"github.com/permlab/permlab/internal/longtest"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -10,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"gonum.org/v1/gonum/mat"
 
+	"github.com/permlab/permlab/internal/longtest"
 	"github.com/permlab/permlab/perm"
 )
 

@@ -1,7 +1,6 @@
 package models_test
 
 import (
-	"github.com/permlab/permlab/internal/longtest"
 	"math"
 	"math/rand/v2"
 	"strings"
@@ -9,6 +8,7 @@ import (
 	"time"
 
 	"github.com/permlab/permlab/ad"
+	"github.com/permlab/permlab/internal/longtest"
 	"github.com/permlab/permlab/models"
 	"github.com/permlab/permlab/models/matching"
 	"github.com/permlab/permlab/perm"

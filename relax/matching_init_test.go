@@ -2,13 +2,13 @@ package relax
 
 import (
 	"errors"
-	"github.com/permlab/permlab/internal/longtest"
 	"math"
 	"math/rand/v2"
 	"testing"
 
 	"gonum.org/v1/gonum/mat"
 
+	"github.com/permlab/permlab/internal/longtest"
 	"github.com/permlab/permlab/perm"
 )
 

@@ -2,7 +2,6 @@ package relax
 
 import (
 	"errors"
-	"github.com/permlab/permlab/internal/longtest"
 	"math"
 	"math/rand/v2"
 	"runtime"
@@ -11,6 +10,7 @@ import (
 
 	"gonum.org/v1/gonum/mat"
 
+	"github.com/permlab/permlab/internal/longtest"
 	"github.com/permlab/permlab/perm"
 )
 

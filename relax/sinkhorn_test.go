@@ -1,7 +1,6 @@
 package relax
 
 import (
-	"github.com/permlab/permlab/internal/longtest"
 	"math"
 	"math/rand/v2"
 	"runtime"
@@ -11,6 +10,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"gonum.org/v1/gonum/mat"
+
+	"github.com/permlab/permlab/internal/longtest"
 )
 
 // refLogSinkhorn is the textbook log-domain iteration, written independently

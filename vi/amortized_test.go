@@ -3,7 +3,6 @@ package vi
 import (
 	"context"
 	"errors"
-	"github.com/permlab/permlab/internal/longtest"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -17,6 +16,7 @@ import (
 
 	"github.com/permlab/permlab/ad"
 	"github.com/permlab/permlab/ad/optim"
+	"github.com/permlab/permlab/internal/longtest"
 	"github.com/permlab/permlab/models"
 	"github.com/permlab/permlab/models/nn"
 	"github.com/permlab/permlab/models/nn/train"

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/permlab/permlab/internal/longtest"
 	"github.com/permlab/permlab/models/matching"
 	"github.com/permlab/permlab/vi"
 )
@@ -89,6 +90,7 @@ func TestFitModelTrace(t *testing.T) {
 // budget, with the draws all made; without that reserve the draws alone
 // would take about as long as the budget.
 func TestFitModelBudgetReserve(t *testing.T) {
+	longtest.Skip(t, "a wall-clock budget test: it needs the cores to itself, which the long stage of CI gives it (one package at a time)")
 	if raceEnabled {
 		t.Skip("wall-clock budgets are not measurable under the race detector, which slows code 5-20 times")
 	}

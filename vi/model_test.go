@@ -2,7 +2,6 @@ package vi
 
 import (
 	"context"
-	"github.com/permlab/permlab/internal/longtest"
 	"math"
 	"math/rand/v2"
 	"path/filepath"
@@ -17,6 +16,7 @@ import (
 	"github.com/permlab/permlab/ad"
 	"github.com/permlab/permlab/ad/optim"
 	"github.com/permlab/permlab/dist"
+	"github.com/permlab/permlab/internal/longtest"
 	"github.com/permlab/permlab/models"
 	"github.com/permlab/permlab/perm"
 )

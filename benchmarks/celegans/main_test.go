@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"github.com/permlab/permlab/internal/longtest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -16,6 +15,7 @@ import (
 
 	"github.com/permlab/permlab/benchmarks/internal/harness"
 	"github.com/permlab/permlab/celegans"
+	"github.com/permlab/permlab/internal/longtest"
 )
 
 // tinyConfig is a small problem that runs in well under a second per side.

@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"github.com/permlab/permlab/internal/longtest"
 	"math"
 	"os"
 	"os/exec"
@@ -10,6 +9,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/permlab/permlab/internal/longtest"
 )
 
 func quickConfig() config {

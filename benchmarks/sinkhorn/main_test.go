@@ -2,13 +2,14 @@ package main
 
 import (
 	"bytes"
-	"github.com/permlab/permlab/internal/longtest"
 	"os"
 	"os/exec"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/permlab/permlab/internal/longtest"
 )
 
 func tinyConfig() config {

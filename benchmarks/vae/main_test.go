@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"github.com/permlab/permlab/internal/longtest"
 	"math"
 	"os"
 	"os/exec"
@@ -12,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/permlab/permlab/ad"
+	"github.com/permlab/permlab/internal/longtest"
 	"github.com/permlab/permlab/models/nn"
 	"github.com/permlab/permlab/models/vae"
 	"github.com/stretchr/testify/assert"

@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"github.com/permlab/permlab/internal/longtest"
 	"io"
 	"os"
 	"path/filepath"
@@ -16,6 +15,7 @@ import (
 
 	"github.com/permlab/permlab/celegans"
 	"github.com/permlab/permlab/compare"
+	"github.com/permlab/permlab/internal/longtest"
 )
 
 func TestHelp(t *testing.T) {

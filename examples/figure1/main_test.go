@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"github.com/permlab/permlab/internal/longtest"
 	"image/png"
 	"math"
 	"os"
@@ -13,6 +12,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"gonum.org/v1/gonum/mat"
+
+	"github.com/permlab/permlab/internal/longtest"
 )
 
 func TestFigureWritesPNG(t *testing.T) {

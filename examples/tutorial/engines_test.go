@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"github.com/permlab/permlab/internal/longtest"
 	"math"
 	"testing"
 
@@ -11,6 +10,7 @@ import (
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/permlab/permlab/ad"
+	"github.com/permlab/permlab/internal/longtest"
 	"github.com/permlab/permlab/mcmc"
 	"github.com/permlab/permlab/models"
 	"github.com/permlab/permlab/perm"

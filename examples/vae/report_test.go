@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/permlab/permlab/internal/longtest"
 	"io"
 	"os"
 	"path/filepath"
@@ -13,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/permlab/permlab/internal/longtest"
 	"github.com/permlab/permlab/models/nn"
 	"github.com/permlab/permlab/models/vae"
 )

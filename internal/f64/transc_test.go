@@ -1,10 +1,11 @@
 package f64
 
 import (
-	"github.com/permlab/permlab/internal/longtest"
 	"math"
 	"math/rand/v2"
 	"testing"
+
+	"github.com/permlab/permlab/internal/longtest"
 )
 
 // transcInputs returns inputs that cover every branch of math.Exp and

@@ -2,7 +2,6 @@ package digits
 
 import (
 	"context"
-	"github.com/permlab/permlab/internal/longtest"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -13,6 +12,7 @@ import (
 
 	"github.com/permlab/permlab/ad"
 	"github.com/permlab/permlab/dataset"
+	"github.com/permlab/permlab/internal/longtest"
 )
 
 // bars returns n synthetic 28×28 "digits": class k is a bright horizontal

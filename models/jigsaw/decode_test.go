@@ -1,7 +1,6 @@
 package jigsaw
 
 import (
-	"github.com/permlab/permlab/internal/longtest"
 	"math"
 	"math/rand/v2"
 	"runtime"
@@ -12,6 +11,7 @@ import (
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/permlab/permlab/ad"
+	"github.com/permlab/permlab/internal/longtest"
 	"github.com/permlab/permlab/perm"
 	"github.com/permlab/permlab/relax"
 )

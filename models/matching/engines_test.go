@@ -2,7 +2,6 @@ package matching
 
 import (
 	"context"
-	"github.com/permlab/permlab/internal/longtest"
 	"math"
 	"testing"
 
@@ -10,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"gonum.org/v1/gonum/mat"
 
+	"github.com/permlab/permlab/internal/longtest"
 	"github.com/permlab/permlab/mcmc"
 	"github.com/permlab/permlab/models"
 	"github.com/permlab/permlab/perm"

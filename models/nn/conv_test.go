@@ -2,13 +2,13 @@ package nn
 
 import (
 	"fmt"
-	"github.com/permlab/permlab/internal/longtest"
 	"math"
 	"math/rand/v2"
 	"runtime"
 	"testing"
 
 	"github.com/permlab/permlab/ad"
+	"github.com/permlab/permlab/internal/longtest"
 	"github.com/stretchr/testify/require"
 )
 

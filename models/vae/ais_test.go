@@ -1,7 +1,6 @@
 package vae
 
 import (
-	"github.com/permlab/permlab/internal/longtest"
 	"math"
 	"math/rand/v2"
 	"runtime"
@@ -9,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/permlab/permlab/dataset"
+	"github.com/permlab/permlab/internal/longtest"
 	"github.com/permlab/permlab/models/nn"
 )
 

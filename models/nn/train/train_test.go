@@ -3,7 +3,6 @@ package train
 import (
 	"context"
 	"errors"
-	"github.com/permlab/permlab/internal/longtest"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -15,6 +14,7 @@ import (
 	"time"
 
 	"github.com/permlab/permlab/ad"
+	"github.com/permlab/permlab/internal/longtest"
 )
 
 // regression is y = x·w + b with noisy inputs: the loss of a batch is the
