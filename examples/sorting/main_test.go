@@ -58,8 +58,8 @@ func TestBadFlags(t *testing.T) {
 		{[]string{"-val-every", "-1"}, "-val-every", "must be >= 0"},
 		{[]string{"-val-every", "10", "-val-lists", "0"}, "-val-lists", "must be >= 1"},
 		{[]string{"-val-every", "10", "-val-seed", "2"}, "-val-seed", "must differ from -test-seed"},
-		{[]string{"-val-lists", "50"}, "-val-lists", "needs -val-every"},
-		{[]string{"-val-seed", "7"}, "-val-seed", "needs -val-every"},
+		{[]string{"-val-every", "0", "-val-lists", "50"}, "-val-lists", "needs -val-every"},
+		{[]string{"-val-every", "0", "-val-seed", "7"}, "-val-seed", "needs -val-every"},
 		{[]string{"-seeds", "2"}, "-seeds", "needs -table1"},
 		{[]string{"-ns", "5"}, "-ns", "needs -table1"},
 		{[]string{"-results", "r.jsonl"}, "-results", "needs -table1"},
@@ -233,7 +233,7 @@ func TestSingleRun(t *testing.T) {
 func TestKeepBest(t *testing.T) {
 	dir := t.TempDir()
 	out, kept := filepath.Join(dir, "out.json"), filepath.Join(dir, "kept.params")
-	common := []string{"-n", "10", "-seed", "2", "-variant", "paper", "-lr", "0.1", "-lr-end", "0.1", "-test", "0:1", "-test-lists", "50"}
+	common := []string{"-n", "10", "-seed", "2", "-variant", "paper", "-iters", "10", "-noise", "1", "-lr", "0.1", "-lr-end", "0.1", "-test", "0:1", "-test-lists", "50"}
 	args := append([]string{"-steps", "70", "-val-every", "10", "-val-lists", "100", "-json", out, "-save", kept}, common...)
 	code, _, stderr := runArgs(t, args...)
 	if code != 0 {
@@ -253,7 +253,7 @@ func TestKeepBest(t *testing.T) {
 		t.Fatalf("kept_step %d, want a multiple of 10 below the last step 70", o.KeptStep)
 	}
 	again := filepath.Join(dir, "again.params")
-	args = append([]string{"-steps", strconv.Itoa(o.KeptStep), "-save", again}, common...)
+	args = append([]string{"-steps", strconv.Itoa(o.KeptStep), "-val-every", "0", "-save", again}, common...)
 	if code, _, stderr := runArgs(t, args...); code != 0 {
 		t.Fatalf("rerun: status %d, stderr:\n%s", code, stderr)
 	}
