@@ -17,6 +17,12 @@ func TestSolveVIDeterministic(t *testing.T) {
 	for _, m := range []Method{GumbelSinkhorn, GumbelSinkhornNoReg, Rounding} {
 		s := DefaultSettings()
 		s.Steps, s.Draws, s.PlateauWindow = 80, 8, 10
+		if raceEnabled {
+			// Under the detector the point is the concurrency of the
+			// fits and the draws, which fewer steps and no polish still
+			// exercise.
+			s.Steps, s.NoPolish = 30, true
+		}
 		var first *Outcome
 		for _, procs := range []int{1, 2, 8} {
 			runtime.GOMAXPROCS(procs)
