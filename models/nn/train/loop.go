@@ -286,7 +286,7 @@ func (l *Loop) read() (*loopCheckpoint, error) {
 		return nil, bad("is inconsistent: it holds a trainer's state this run does not have")
 	}
 	if err := l.Optim.SetState(ck.Optim); err != nil {
-		return nil, bad(": %v", err)
+		return nil, bad("is inconsistent: its optimizer state: %v", err)
 	}
 	for i, p := range l.Params {
 		copy(p.Value.Data, ck.Values[i])
