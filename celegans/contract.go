@@ -307,8 +307,10 @@ func (m *Model) ConjugateSites() []string { return []string{SiteW} }
 // draw, without its N × N output).
 func (m *Model) SampleConditional(rng *rand.Rand, s *models.State, site string) error {
 	w := s.Reals[SiteW]
+	var buf []float64 // one row's draw, reused across rows
 	return m.eachRowPosterior("SampleConditional", s, site, func(xs []int, rp *mcmc.RowPosterior) error {
-		vals := make([]float64, len(xs))
+		buf = slices.Grow(buf[:0], len(xs))[:len(xs)]
+		vals := buf
 		if err := rp.Rand(rng, vals); err != nil {
 			return err
 		}

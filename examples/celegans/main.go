@@ -189,13 +189,7 @@ func splitList(s string) []string {
 }
 
 // given reports whether the flag name was on the command line.
-func (o *options) given(name string) bool {
-	found := false
-	if o.fs != nil {
-		o.fs.Visit(func(f *flag.Flag) { found = found || f.Name == name })
-	}
-	return found
-}
+func (o *options) given(name string) bool { return cli.Given(o.fs, name) }
 
 // trimPrefix removes the package prefixes ("celegans: SelectCells: ") of a
 // library error, for a message that names the flag instead.

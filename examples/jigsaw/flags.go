@@ -107,8 +107,7 @@ var (
 	// oracleFlags are the only flags -oracle takes.
 	oracleFlags = []string{"mnist", "oracle", "oracle-draws", "sizes", "seed", "val", "eval", "crop", "quiet"}
 	// trainFlags set the training and the network trained, not -load's.
-	trainFlags = []string{"steps", "batch", "lr", "filters", "kernel", "pool", "tau", "iters", "samples", "noise",
-		"loss-power", "hidden", "context", "refine", "edge-depth"}
+	trainFlags  = slices.Concat(stepFlags, shapeFlags)
 	fitFlags    = []string{"fit-epochs", "fit-batch", "fit-lr", "fit-anneal", "fit-n", "fit-margin", "fit-depth", "fit-unary", "fit-border"}
 	criticFlags = []string{"critic-epochs", "critic-hard", "critic-top"}
 	annealFlags = []string{"anneal-start", "anneal-end", "restarts", "decode-seed"}

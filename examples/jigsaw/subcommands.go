@@ -33,8 +33,9 @@ type subcommand struct {
 var (
 	dataFlags   = []string{"mnist", "images", "size", "gray"}
 	runFlags    = []string{"seed", "quiet"}
-	netFlags    = append([]string{"crop"}, trainFlags[3:]...) // the network's shape and its Sinkhorn layer
-	stepFlags   = trainFlags[:3]                              // steps, batch, lr
+	stepFlags   = []string{"steps", "batch", "lr"}
+	shapeFlags  = []string{"filters", "kernel", "pool", "tau", "iters", "samples", "noise", "loss-power", "hidden", "context", "refine", "edge-depth"}
+	netFlags    = append([]string{"crop"}, shapeFlags...) // the network's shape and its Sinkhorn layer
 	outputFlags = []string{"out", "eval", "val", "figtaus"}
 	searchFlags = []string{"pairwise", "seam", "anneal", "restarts", "anneal-start", "anneal-end", "decode-seed"}
 )

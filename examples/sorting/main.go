@@ -108,6 +108,10 @@ var paperIntervals = []interval{{0, 1}, {0, 10}, {0, 1000}, {1, 2}, {10, 11}, {1
 
 const defaultTest = "0:1,0:10,0:1000,1:2,10:11,100:101,1000:1001"
 
+// keptWarnLimit is the validation prop. any wrong above which the kept
+// weights are reported as a failed training run.
+const keptWarnLimit = 0.01
+
 // The training defaults: the settings chosen on validation lists with which
 // both networks are at or below the paper in every cell of Table 1
 // (models/sorting/README.md). The first grid's were -iters 10 -noise 1
@@ -455,6 +459,10 @@ func trainOne(ctx context.Context, cfg sorting.Config, load string, val validati
 	}
 	fmt.Fprintf(stderr, "n=%d %v seed %d: kept the weights of step %d (validation prop. any wrong %.3f)\n",
 		cfg.N, cfg.Variant, cfg.Seed, bestStep, bestProp)
+	if bestProp > keptWarnLimit {
+		fmt.Fprintf(stderr, "n=%d %v seed %d: warning: even the kept weights sort %.1f%% of the validation lists wrong: this training seed failed; try another -seed\n",
+			cfg.N, cfg.Variant, cfg.Seed, 100*bestProp)
+	}
 	return net, secs, bestStep, nil
 }
 

@@ -166,7 +166,7 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	c.That(o.trainN >= 1 && o.trainN <= 50000, "-train-n must be in [1, 50000] (the training images), got %d", o.trainN)
 	c.OneOf("-eval-split", o.evalSplit, "test", "validation")
 	c.OneOf("-binarize", o.binarize, "dynamic", "fixed")
-	c.That(o.binarize == "fixed" || !flagGiven(fs, "binarize-seed"), "-binarize-seed needs -binarize fixed")
+	c.That(o.binarize == "fixed" || !cli.Given(fs, "binarize-seed"), "-binarize-seed needs -binarize fixed")
 	if _, err := nn.ParsePrecision(o.precision); err != nil {
 		c.Add(cli.Usagef("-precision: %v", err))
 	}
@@ -704,11 +704,11 @@ func seq(n int) []int {
 	return s
 }
 
-// binarizeOnce returns copies of the image sets with every pixel drawn once
-// from Bernoulli(intensity): set k from the source (seed, k+1).
-func binarizeOnce(seed uint64, sets ...*dataset.Images) (a, b, c *dataset.Images, err error) {
-	out := make([]*dataset.Images, len(sets))
-	for k, im := range sets {
+// binarizeOnce returns copies of the three image sets with every pixel
+// drawn once from Bernoulli(intensity): set k from the source (seed, k+1).
+func binarizeOnce(seed uint64, x, y, z *dataset.Images) (a, b, c *dataset.Images, err error) {
+	out := make([]*dataset.Images, 3)
+	for k, im := range []*dataset.Images{x, y, z} {
 		cp := *im
 		if cp.Pixels, err = vae.Binarize(nil, im.Pixels, rand.New(rand.NewPCG(seed, uint64(k+1)))); err != nil {
 			return nil, nil, nil, fmt.Errorf("-binarize fixed: %w", err)
@@ -716,11 +716,4 @@ func binarizeOnce(seed uint64, sets ...*dataset.Images) (a, b, c *dataset.Images
 		out[k] = &cp
 	}
 	return out[0], out[1], out[2], nil
-}
-
-// flagGiven reports whether the flag name was set on the command line.
-func flagGiven(fs *flag.FlagSet, name string) bool {
-	given := false
-	fs.Visit(func(f *flag.Flag) { given = given || f.Name == name })
-	return given
 }

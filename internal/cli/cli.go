@@ -72,6 +72,16 @@ func Parse(fs *flag.FlagSet, args []string) error {
 	return nil
 }
 
+// Given reports whether the flag name was set on the command line parsed by
+// fs (nil: none was).
+func Given(fs *flag.FlagSet, name string) bool {
+	found := false
+	if fs != nil {
+		fs.Visit(func(f *flag.Flag) { found = found || f.Name == name })
+	}
+	return found
+}
+
 // Exit prints err to stderr as "prog: err" (unless it was printed already,
 // and without repeating a "prog: " the message starts with) and returns
 // the exit status: 0 for nil and flag.ErrHelp, ExitUsage for a usage

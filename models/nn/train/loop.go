@@ -265,13 +265,11 @@ func (l *Loop) read() (*loopCheckpoint, error) {
 	switch {
 	case ck.Step < 0 || ck.Step > l.Steps:
 		return nil, bad("is at step %d, beyond the run's %d steps", ck.Step, l.Steps)
-	case len(ck.Losses) != ck.Step || len(ck.Values) != len(l.Params):
+	case len(ck.Values) != len(l.Params):
 		return nil, bad("is inconsistent: step %d, %d losses, %d parameters", ck.Step, len(ck.Losses), len(ck.Values))
 	}
-	for i, v := range ck.Losses {
-		if math.IsNaN(v) || math.IsInf(v, 0) {
-			return nil, bad("is inconsistent: the loss of step %d is %v", i, v)
-		}
+	if m := ck.history(); m != "" {
+		return nil, bad("is inconsistent: %s", m)
 	}
 	for i, p := range l.Params {
 		if len(ck.Values[i]) != len(p.Value.Data) {
@@ -334,16 +332,25 @@ func ReadLosses(path string) (losses []float64, found bool, err error) {
 	if found, err = gobfile.Read(path, ck); err != nil || !found {
 		return nil, found, err
 	}
-	switch {
-	case ck.Version != loopVersion:
+	if ck.Version != loopVersion {
 		return nil, true, fmt.Errorf("checkpoint %s has version %d, want %d (written by an older version: delete it to start afresh)", path, ck.Version, loopVersion)
-	case ck.Step < 0 || len(ck.Losses) != ck.Step:
-		return nil, true, fmt.Errorf("checkpoint %s is inconsistent: step %d with %d losses", path, ck.Step, len(ck.Losses))
+	}
+	if m := ck.history(); m != "" {
+		return nil, true, fmt.Errorf("checkpoint %s is inconsistent: %s", path, m)
+	}
+	return ck.Losses, true, nil
+}
+
+// history describes the first way in which ck's history is not one a Loop
+// writes (one finite loss per step), or returns "".
+func (ck *loopCheckpoint) history() string {
+	if ck.Step < 0 || len(ck.Losses) != ck.Step {
+		return fmt.Sprintf("step %d with %d losses", ck.Step, len(ck.Losses))
 	}
 	for i, v := range ck.Losses {
 		if math.IsNaN(v) || math.IsInf(v, 0) {
-			return nil, true, fmt.Errorf("checkpoint %s is inconsistent: the loss of step %d is %v", path, i, v)
+			return fmt.Sprintf("the loss of step %d is %v", i, v)
 		}
 	}
-	return ck.Losses, true, nil
+	return ""
 }

@@ -7,6 +7,7 @@ import (
 	"io"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"time"
 
 	"github.com/permlab/permlab/ad"
@@ -145,7 +146,9 @@ func newRunner(params []*ad.Param, task Task, o *Options) (*runner, error) {
 		Name: "train", Params: params, Optim: opt, Steps: r.total, LR: o.LR, Clip: o.Clip,
 		Loss: r.loss, After: r.after,
 		Started: func(step int, losses []float64) {
-			r.step, r.losses = step, losses
+			// A copy: the loop appends to its own slice, which may share
+			// this one's backing array.
+			r.step, r.losses = step, slices.Clone(losses)
 			r.progress = newProgress(o.Progress, r)
 		},
 		Checkpoint: o.Checkpoint, CheckpointEvery: o.CheckpointEvery,
