@@ -16,7 +16,7 @@ import (
 	"github.com/permlab/permlab/ad/optim"
 	"github.com/permlab/permlab/dist"
 	"github.com/permlab/permlab/models"
-	"github.com/permlab/permlab/models/nn/train"
+	"github.com/permlab/permlab/nn/train"
 )
 
 // CatEstimator names the stochastic node, and with it the divergence term,
@@ -680,7 +680,7 @@ func realLocal(t *ad.Tape, s *models.RealSite, p LocalParams, kk int, rng *rand.
 // get the guides FitModel would give them, and the encoder's, the model's
 // own (models.Parametric) and the global guides' parameters are optimised
 // by Adam on −ELBO_B/N over epochs of shuffled minibatches, with the
-// minibatch loop of package models/nn/train: its seeded order, per-step
+// minibatch loop of package nn/train: its seeded order, per-step
 // random streams, atomic checkpoints and bit-exact resumption (see the
 // package documentation, "Amortized models").
 //

@@ -8,7 +8,7 @@ import (
 	"github.com/permlab/permlab/ad"
 	"github.com/permlab/permlab/ad/optim"
 	"github.com/permlab/permlab/models"
-	"github.com/permlab/permlab/models/nn"
+	"github.com/permlab/permlab/nn"
 	"github.com/permlab/permlab/vi"
 )
 

@@ -18,8 +18,8 @@ import (
 	"github.com/permlab/permlab/ad/optim"
 	"github.com/permlab/permlab/internal/longtest"
 	"github.com/permlab/permlab/models"
-	"github.com/permlab/permlab/models/nn"
-	"github.com/permlab/permlab/models/nn/train"
+	"github.com/permlab/permlab/nn"
+	"github.com/permlab/permlab/nn/train"
 )
 
 // protoMix is a mixture of binary prototypes: data point n has one

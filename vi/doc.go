@@ -202,7 +202,7 @@
 // an unbiased estimate of −ELBO/N: the local terms are scaled to the full
 // data set and the global divergence D_g is counted once; dividing by N
 // keeps the learning rate independent of N. The loop is that of package
-// models/nn/train: epochs in the order EpochRand(Seed, e), the step's
+// nn/train: epochs in the order EpochRand(Seed, e), the step's
 // randomness from StepRand(Seed, s) (first for the model's Observe, then
 // the global and local noise), Adam, atomic checkpoints and bit-exact
 // resumption after kill -9.

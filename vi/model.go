@@ -14,7 +14,7 @@ import (
 	"github.com/permlab/permlab/ad"
 	"github.com/permlab/permlab/ad/optim"
 	"github.com/permlab/permlab/models"
-	"github.com/permlab/permlab/models/nn/train"
+	"github.com/permlab/permlab/nn/train"
 )
 
 // GuideKind selects the variational family FitModel builds for a site.

@@ -12,7 +12,7 @@ import (
 
 	"github.com/permlab/permlab/ad"
 	"github.com/permlab/permlab/ad/optim"
-	"github.com/permlab/permlab/models/nn/train"
+	"github.com/permlab/permlab/nn/train"
 )
 
 // Model is a probabilistic model p(y, z) with its data held inside.

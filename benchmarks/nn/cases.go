@@ -11,7 +11,7 @@ import (
 	"github.com/permlab/permlab/ad/optim"
 	"github.com/permlab/permlab/dataset"
 	"github.com/permlab/permlab/dist"
-	"github.com/permlab/permlab/models/nn"
+	"github.com/permlab/permlab/nn"
 	"github.com/permlab/permlab/relax"
 )
 
@@ -213,7 +213,7 @@ func newJigsaw(c jigsawConfig, mnist string, seed uint64, lr float64) (*problem,
 			copy(scrambled.Data[(i*n+k)*ps:(i*n+k+1)*ps], pieces.Data[(i*n+src)*ps:])
 		}
 	}
-	// Sample-major tiling, as in models/jigsaw: draw d of image i is
+	// Sample-major tiling, as in networks/jigsaw: draw d of image i is
 	// matrix d·B + i.
 	idx := make([]int, 0, s*b)
 	xt, x := ad.Zeros(s*b, n, ps), ad.Zeros(s*b, n, ps)

@@ -4,7 +4,7 @@
 // (GOMAXPROCS; torch.set_num_threads, OPENBLAS_NUM_THREADS and
 // OMP_NUM_THREADS; OMP_WAIT_POLICY=PASSIVE, see startPython).
 //
-// The cases are the seed paper's networks, built here from models/nn layers
+// The cases are the seed paper's networks, built here from nn layers
 // and relax.SinkhornVar so that both sides hold the same weights:
 //
 //   - sorting: n = 100 numbers, each through Dense(1, 32) → ReLU →

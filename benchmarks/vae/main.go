@@ -68,8 +68,8 @@ import (
 
 	"github.com/permlab/permlab/ad"
 	"github.com/permlab/permlab/benchmarks/internal/harness"
-	"github.com/permlab/permlab/models/nn"
 	"github.com/permlab/permlab/models/vae"
+	"github.com/permlab/permlab/nn"
 )
 
 // config is the benchmark's protocol.

@@ -12,8 +12,8 @@ import (
 
 	"github.com/permlab/permlab/ad"
 	"github.com/permlab/permlab/internal/longtest"
-	"github.com/permlab/permlab/models/nn"
 	"github.com/permlab/permlab/models/vae"
+	"github.com/permlab/permlab/nn"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )

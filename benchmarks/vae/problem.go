@@ -12,8 +12,8 @@ import (
 	"github.com/permlab/permlab/benchmarks/internal/harness"
 	"github.com/permlab/permlab/dataset"
 	"github.com/permlab/permlab/dist"
-	"github.com/permlab/permlab/models/nn"
 	"github.com/permlab/permlab/models/vae"
+	"github.com/permlab/permlab/nn"
 )
 
 // lr is the Adam learning rate of models/vae's training (and of Jang et al.).

@@ -4,7 +4,7 @@ import (
 	"encoding/json"
 	"os"
 
-	"github.com/permlab/permlab/models/jigsaw"
+	"github.com/permlab/permlab/networks/jigsaw"
 )
 
 // figureTau is the temperature of the soft assemblies, as in Figure 3b.

@@ -7,19 +7,19 @@
 // target class; head k is trained only on scrambled digits of class k. At
 // test time the pieces of every test digit are given to every head, and the
 // hard reconstruction is labelled by a classifier from package
-// models/digits: the rate at which it sees the intended class is the
+// networks/digits: the rate at which it sees the intended class is the
 // paper's Table 5 (85.1% overall).
 //
 // The paper cuts digits into 10 × 10 pieces (2.8 px each). 28 px divides
 // into 7 × 7 pieces of 4 px or 14 × 14 pieces of 2 px without padding or
 // resampling; the default is 14 × 14 (-p 14), the smaller pieces, which the
 // assembly rate on validation digits favoured by 12 points (91.9% against
-// 79.7% for -p 7, models/jigsaw/README.md). Pass -val to judge validation
+// 79.7% for -p 7, networks/jigsaw/README.md). Pass -val to judge validation
 // digits (the last 10,000 training digits, seen by neither network) when
 // tuning. Training checkpoints to assembly_pP.ckpt under -out every 1,000
 // steps and on Ctrl-C; the same command run again goes on from it.
 //
-//	go run ./examples/assembly -mnist DIR -classifier models/digits/testdata/digits.nn -out /tmp/assembly
+//	go run ./examples/assembly -mnist DIR -classifier networks/digits/testdata/digits.nn -out /tmp/assembly
 package main
 
 import (
@@ -37,8 +37,8 @@ import (
 
 	"github.com/permlab/permlab/dataset"
 	"github.com/permlab/permlab/internal/cli"
-	"github.com/permlab/permlab/models/digits"
-	"github.com/permlab/permlab/models/jigsaw"
+	"github.com/permlab/permlab/networks/digits"
+	"github.com/permlab/permlab/networks/jigsaw"
 )
 
 type options struct {
@@ -69,7 +69,7 @@ func parse(args []string, stderr io.Writer) (options, error) {
 	fs := flag.NewFlagSet("assembly", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.StringVar(&o.mnist, "mnist", "", "folder with the four MNIST IDX files (required)")
-	fs.StringVar(&o.classifier, "classifier", "", "checkpoint of a models/digits classifier that judges the assemblies (none: skip the evaluation)")
+	fs.StringVar(&o.classifier, "classifier", "", "checkpoint of a networks/digits classifier that judges the assemblies (none: skip the evaluation)")
 	fs.StringVar(&o.out, "out", filepath.Join("out", "assembly"), "output folder for the JSON, PNG and checkpoint (made if missing; the default is under out/, which git ignores)")
 	fs.StringVar(&o.model, "model", "", "load this assembly network instead of training one (its -p must be given; the training flags go)")
 	fs.IntVar(&o.p, "p", 14, "pieces per side, 2 to 28")

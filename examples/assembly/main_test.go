@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/permlab/permlab/models/jigsaw"
+	"github.com/permlab/permlab/networks/jigsaw"
 )
 
 func TestNoDataIsAnError(t *testing.T) {

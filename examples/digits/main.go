@@ -1,4 +1,4 @@
-// Command digits trains the MNIST classifier of package models/digits, the
+// Command digits trains the MNIST classifier of package networks/digits, the
 // judge of the jigsaw experiments, and reports its validation and test
 // accuracy.
 //
@@ -31,7 +31,7 @@ import (
 
 	"github.com/permlab/permlab/dataset"
 	"github.com/permlab/permlab/internal/cli"
-	"github.com/permlab/permlab/models/digits"
+	"github.com/permlab/permlab/networks/digits"
 )
 
 func main() {

@@ -13,7 +13,7 @@ import (
 	"strings"
 
 	"github.com/permlab/permlab/internal/cli"
-	"github.com/permlab/permlab/models/jigsaw"
+	"github.com/permlab/permlab/networks/jigsaw"
 )
 
 // Where a run writes unless told otherwise: under out/, which git ignores,
@@ -34,7 +34,7 @@ func allFlags(o *options) *flag.FlagSet {
 	fs.IntVar(&o.size, "size", 64, "side in pixels the -images pictures are resized to (>= 1)")
 	fs.BoolVar(&o.gray, "gray", false, "read -images pictures as grey (one channel)")
 	fs.StringVar(&o.out, "out", defaultOut, "output `folder` for the JSON, PNG, network and checkpoint of each size")
-	fs.StringVar(&o.results, "results", defaultResults, "with table2: JSON-lines `file` each finished size is appended to, also the resume point (the committed tables are models/jigsaw/results/table2*.jsonl; name one to regenerate it)")
+	fs.StringVar(&o.results, "results", defaultResults, "with table2: JSON-lines `file` each finished size is appended to, also the resume point (the committed tables are networks/jigsaw/results/table2*.jsonl; name one to regenerate it)")
 	fs.IntVar(&o.p, "p", 3, "pieces per side (>= 2)")
 	fs.Uint64Var(&o.seed, "seed", 1, "seed of the weights, minibatches, scrambling and noise")
 	fs.IntVar(&o.steps, "steps", 0, "Adam steps (0: the default for p, see stepsFor)")

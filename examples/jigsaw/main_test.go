@@ -17,7 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/permlab/permlab/dataset"
-	"github.com/permlab/permlab/models/jigsaw"
+	"github.com/permlab/permlab/networks/jigsaw"
 )
 
 func TestNoDataIsAnError(t *testing.T) {

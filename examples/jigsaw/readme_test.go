@@ -7,12 +7,12 @@ import (
 	"testing"
 )
 
-// TestReadmeTables checks that every Table 2 in models/jigsaw/README.md
+// TestReadmeTables checks that every Table 2 in networks/jigsaw/README.md
 // that a committed results/table2*.jsonl file holds is printed there exactly
 // as -table2 prints it from that file, so no number in those tables is
 // copied by hand.
 func TestReadmeTables(t *testing.T) {
-	dir := filepath.Join("..", "..", "models", "jigsaw")
+	dir := filepath.Join("..", "..", "networks", "jigsaw")
 	readme, err := os.ReadFile(filepath.Join(dir, "README.md"))
 	if err != nil {
 		t.Fatal(err)
@@ -23,7 +23,7 @@ func TestReadmeTables(t *testing.T) {
 	}
 	for _, f := range files {
 		if filepath.Base(f) == "table2_decoded_p4_2cores.jsonl" {
-			continue // a rerun on two cores, compared with the 16-core one by models/jigsaw's TestDecodedOnTwoCores
+			continue // a rerun on two cores, compared with the 16-core one by networks/jigsaw's TestDecodedOnTwoCores
 		}
 		recs, err := readRecords(f)
 		if err != nil {

@@ -15,7 +15,7 @@ import (
 
 	"github.com/permlab/permlab/dataset"
 	"github.com/permlab/permlab/internal/jsonl"
-	"github.com/permlab/permlab/models/jigsaw"
+	"github.com/permlab/permlab/networks/jigsaw"
 	"gonum.org/v1/gonum/stat"
 )
 

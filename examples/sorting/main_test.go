@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/permlab/permlab/models/sorting"
+	"github.com/permlab/permlab/networks/sorting"
 )
 
 // runArgs runs the command and returns its status, stdout and stderr.

@@ -5,7 +5,7 @@ import (
 	"io"
 	"time"
 
-	"github.com/permlab/permlab/models/sorting"
+	"github.com/permlab/permlab/networks/sorting"
 )
 
 // progress prints the training step, the loss (mean over the last lines'

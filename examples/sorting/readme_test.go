@@ -10,11 +10,11 @@ import (
 )
 
 // TestReadmeSeedShare checks that the share of training seeds in
-// models/sorting/README.md is what the README's command prints from the
+// networks/sorting/README.md is what the README's command prints from the
 // committed results file (training nothing), so that no number in it is
 // copied by hand.
 func TestReadmeSeedShare(t *testing.T) {
-	dir := filepath.Join("..", "..", "models", "sorting")
+	dir := filepath.Join("..", "..", "networks", "sorting")
 	results := filepath.Join(dir, "results", "seed_share.jsonl")
 	done, err := readRecords(results)
 	if err != nil {

@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/permlab/permlab/internal/jsonl"
-	"github.com/permlab/permlab/models/sorting"
+	"github.com/permlab/permlab/networks/sorting"
 )
 
 // Record is one line of the Table 1 results file: one trained network and

@@ -34,9 +34,9 @@ import (
 	"github.com/permlab/permlab/dataset"
 	"github.com/permlab/permlab/internal/atomicfile"
 	"github.com/permlab/permlab/internal/cli"
-	"github.com/permlab/permlab/models/nn"
-	"github.com/permlab/permlab/models/nn/train"
 	"github.com/permlab/permlab/models/vae"
+	"github.com/permlab/permlab/nn"
+	"github.com/permlab/permlab/nn/train"
 	"github.com/permlab/permlab/vi"
 )
 

@@ -20,9 +20,9 @@ import (
 	"github.com/permlab/permlab/ad/optim"
 	"github.com/permlab/permlab/dataset"
 	"github.com/permlab/permlab/internal/longtest"
-	"github.com/permlab/permlab/models/nn"
-	"github.com/permlab/permlab/models/nn/train"
 	"github.com/permlab/permlab/models/vae"
+	"github.com/permlab/permlab/nn"
+	"github.com/permlab/permlab/nn/train"
 	"github.com/permlab/permlab/vi"
 )
 

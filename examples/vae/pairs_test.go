@@ -8,8 +8,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/permlab/permlab/models/nn"
 	"github.com/permlab/permlab/models/vae"
+	"github.com/permlab/permlab/nn"
 )
 
 // TestReportPairs pairs float32 runs with the float64 runs of their seeds

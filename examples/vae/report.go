@@ -13,8 +13,8 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/permlab/permlab/models/nn"
 	"github.com/permlab/permlab/models/vae"
+	"github.com/permlab/permlab/nn"
 	"gonum.org/v1/gonum/stat"
 )
 

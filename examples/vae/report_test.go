@@ -13,8 +13,8 @@ import (
 	"testing"
 
 	"github.com/permlab/permlab/internal/longtest"
-	"github.com/permlab/permlab/models/nn"
 	"github.com/permlab/permlab/models/vae"
+	"github.com/permlab/permlab/nn"
 )
 
 func writeSummary(t *testing.T, path string, s summary) {

@@ -85,5 +85,5 @@
 // the range a routine covers (overflow, subnormals, infinities, NaN) sends
 // its group of four through package math. Results therefore never depend
 // on which path ran, and callers such as the Bernoulli likelihood of
-// models/nn keep the bits they had with the scalar loops.
+// nn keep the bits they had with the scalar loops.
 package f64

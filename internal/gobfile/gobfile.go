@@ -1,5 +1,5 @@
 // Package gobfile keeps one gob-encoded value in a file, replaced atomically:
-// the checkpoint files of vi, models/nn/train and models/jigsaw.
+// the checkpoint files of vi, nn/train and networks/jigsaw.
 package gobfile
 
 import (

@@ -13,7 +13,7 @@ import (
 	"github.com/permlab/permlab/ad"
 	"github.com/permlab/permlab/dataset"
 	"github.com/permlab/permlab/internal/f64"
-	"github.com/permlab/permlab/models/nn"
+	"github.com/permlab/permlab/nn"
 )
 
 // AISOptions configures Model.AIS and Model.BDMC.

@@ -9,7 +9,7 @@ import (
 
 	"github.com/permlab/permlab/dataset"
 	"github.com/permlab/permlab/internal/longtest"
-	"github.com/permlab/permlab/models/nn"
+	"github.com/permlab/permlab/nn"
 )
 
 // peakedModel returns a small model (3 latents of 4 classes, 16 pixels)

@@ -8,14 +8,14 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/permlab/permlab/models/nn"
+	"github.com/permlab/permlab/nn"
 
 	"github.com/permlab/permlab/ad"
 	"github.com/permlab/permlab/ad/optim"
 	"github.com/permlab/permlab/dataset"
 	"github.com/permlab/permlab/dist"
 	"github.com/permlab/permlab/models"
-	"github.com/permlab/permlab/models/nn/train"
+	"github.com/permlab/permlab/nn/train"
 	"github.com/permlab/permlab/vi"
 )
 

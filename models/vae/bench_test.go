@@ -7,7 +7,7 @@ import (
 	"github.com/permlab/permlab/ad"
 	"github.com/permlab/permlab/dataset"
 	"github.com/permlab/permlab/dist"
-	"github.com/permlab/permlab/models/nn"
+	"github.com/permlab/permlab/nn"
 )
 
 // benchSetup returns the MNIST-sized model with estimator e and products

@@ -73,7 +73,7 @@
 // variational parameters. vi.FitAmortized trains it, with the options
 // Model.AmortizedOptions derives from the Config and the Anneal schedule
 // (estimator Config.Estimator.CatEstimator(), TauPrior Config.PriorTemp),
-// on the loop of package models/nn/train: Adam, seeded minibatches,
+// on the loop of package nn/train: Adam, seeded minibatches,
 // checkpoints and bit-identical resumption. This is how examples/vae
 // trains.
 //

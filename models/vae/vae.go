@@ -10,7 +10,7 @@ import (
 	"github.com/permlab/permlab/ad"
 	"github.com/permlab/permlab/dist"
 	"github.com/permlab/permlab/models"
-	"github.com/permlab/permlab/models/nn"
+	"github.com/permlab/permlab/nn"
 	"github.com/permlab/permlab/vi"
 )
 

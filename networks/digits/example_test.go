@@ -5,7 +5,7 @@ import (
 	"log"
 
 	"github.com/permlab/permlab/dataset"
-	"github.com/permlab/permlab/models/digits"
+	"github.com/permlab/permlab/networks/digits"
 )
 
 func ExampleNew() {

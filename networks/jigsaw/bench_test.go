@@ -41,7 +41,7 @@ func BenchmarkStepAssemblyP7(b *testing.B) {
 	benchStep(b, cfg)
 }
 
-// best3 is the 3 × 3 network of the 24 px cut in models/jigsaw/README.md
+// best3 is the 3 × 3 network of the 24 px cut in networks/jigsaw/README.md
 // (context, three rounds of edge matching, two-pixel strips).
 func best3() Config {
 	cfg := DefaultConfig(3)

@@ -8,7 +8,7 @@ import (
 
 	"github.com/permlab/permlab/ad"
 	"github.com/permlab/permlab/ad/optim"
-	"github.com/permlab/permlab/models/nn/train"
+	"github.com/permlab/permlab/nn/train"
 )
 
 // line fits y = a·x + b to noiseless points by least squares.

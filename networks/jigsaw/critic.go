@@ -16,8 +16,8 @@ import (
 	"github.com/permlab/permlab/ad"
 	"github.com/permlab/permlab/ad/optim"
 	"github.com/permlab/permlab/internal/atomicfile"
-	"github.com/permlab/permlab/models/nn"
-	"github.com/permlab/permlab/models/nn/train"
+	"github.com/permlab/permlab/nn"
+	"github.com/permlab/permlab/nn/train"
 	"github.com/permlab/permlab/perm"
 	"gonum.org/v1/gonum/mat"
 )

@@ -44,8 +44,8 @@ import (
 	"github.com/permlab/permlab/ad"
 	"github.com/permlab/permlab/ad/optim"
 	"github.com/permlab/permlab/dataset"
-	"github.com/permlab/permlab/models/nn"
-	"github.com/permlab/permlab/models/nn/train"
+	"github.com/permlab/permlab/nn"
+	"github.com/permlab/permlab/nn/train"
 )
 
 // Input size and number of classes.

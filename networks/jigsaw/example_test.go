@@ -6,7 +6,7 @@ import (
 	"math"
 	"math/rand/v2"
 
-	"github.com/permlab/permlab/models/jigsaw"
+	"github.com/permlab/permlab/networks/jigsaw"
 )
 
 // Train a Sinkhorn network on 2 × 2 puzzles of synthetic 8 × 8 images (a

@@ -9,7 +9,7 @@ import (
 
 	"github.com/permlab/permlab/ad"
 	"github.com/permlab/permlab/ad/optim"
-	"github.com/permlab/permlab/models/nn"
+	"github.com/permlab/permlab/nn"
 )
 
 // A two-layer perceptron learns XOR, which no linear model can fit.

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"log"
 
-	"github.com/permlab/permlab/models/sorting"
+	"github.com/permlab/permlab/networks/sorting"
 )
 
 // Train a Sinkhorn network on lists of five numbers from U(0, 1), sort a

@@ -10,7 +10,7 @@ import (
 
 	"github.com/permlab/permlab/ad"
 	"github.com/permlab/permlab/ad/optim"
-	"github.com/permlab/permlab/models/nn/train"
+	"github.com/permlab/permlab/nn/train"
 )
 
 // TrainConfig holds the optimisation settings of Train.

@@ -3,7 +3,7 @@ package sorting
 import (
 	"fmt"
 
-	"github.com/permlab/permlab/models/nn"
+	"github.com/permlab/permlab/nn"
 )
 
 // Save writes the weights of the network to the file path in the format of

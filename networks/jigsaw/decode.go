@@ -54,7 +54,7 @@ type Decoder struct {
 	Anneal int
 	// StartTemp and EndTemp bound the annealing temperature, in units of
 	// E (0: 60 and 0.03). The defaults were set with the network's own
-	// compatibilities; with the fitted ones of models/jigsaw/README.md at
+	// compatibilities; with the fitted ones of networks/jigsaw/README.md at
 	// 6 × 6, 6 to 3 finds higher scores. The best arrangement seen is kept
 	// and climbed, so an end temperature well above 0 loses nothing.
 	StartTemp, EndTemp float64

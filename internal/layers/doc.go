@@ -1,0 +1,36 @@
+// Package layers states the module's package layering and, in its test,
+// checks it: every import of a package of the module points to a lower
+// layer or within the package's own unit.
+//
+// From the bottom up:
+//
+//	0  internal/...                      helpers with no place in the API
+//	1  perm, compare, dataset, deploy    permutations, the run grid, data readers
+//	2  ad, ad/optim                      autodiff and optimizers
+//	3  relax, nn/...                     Sinkhorn and matching; neural layers and the training loop
+//	4  dist                              distributions
+//	5  models, networks/...              the model contract; supervised Sinkhorn networks
+//	6  vi, mcmc                          the engines
+//	7  models/..., celegans              models written on the contract and fitted by the engines
+//	8  examples/..., benchmarks/...      commands
+//
+// A unit is one line's entry: a package (models) or a folder with
+// everything under it (networks/...). Packages in one unit may import each
+// other; between units, imports only point down. Test files are not
+// checked: a test may use a higher layer to exercise a lower one.
+package layers
+
+// Layers lists the units of each layer, from the bottom up. A pattern ending
+// in "/..." is the folder and everything under it; any other pattern is the
+// one package at that path (relative to the module root).
+var Layers = [][]string{
+	{"internal/..."},
+	{"perm", "compare", "dataset", "deploy"},
+	{"ad/..."},
+	{"relax", "nn/..."},
+	{"dist"},
+	{"models", "networks/..."},
+	{"vi", "mcmc"},
+	{"models/...", "celegans"},
+	{"examples/...", "benchmarks/..."},
+}
