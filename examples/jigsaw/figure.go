@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 
 	"github.com/permlab/permlab/networks/jigsaw"
+	"github.com/permlab/permlab/networks/jigsaw/decode"
 	"github.com/permlab/permlab/perm"
 )
 
@@ -21,7 +22,7 @@ const figureIters = 100
 // (cropped) image, the scrambled pieces, the soft reconstructions at taus and
 // the hard reconstruction, like Figure 3a of the paper. The soft
 // reconstructions are net's, the hard one is ens's.
-func writeFigure(path string, net *jigsaw.Net, ens *jigsaw.Ensemble, z *jigsaw.Puzzles, taus []float64, dec jigsaw.Decoder) error {
+func writeFigure(path string, net *jigsaw.Net, ens *decode.Ensemble, z *jigsaw.Puzzles, taus []float64, dec decode.Decoder) error {
 	g := net.Grid()
 	k := min(figureRows, z.Len())
 	head := &jigsaw.Puzzles{Grid: g, Pieces: z.Pieces[:k*g.N()*g.PieceSize()], Scrambled: z.Scrambled[:k*g.N()*g.PieceSize()], Perms: z.Perms[:k]}
@@ -43,7 +44,7 @@ func writeFigure(path string, net *jigsaw.Net, ens *jigsaw.Ensemble, z *jigsaw.P
 			return err
 		}
 	}
-	preds, err := ens.SolveWith(head, dec)
+	preds, err := ens.Solve(head, dec)
 	if err != nil {
 		return err
 	}

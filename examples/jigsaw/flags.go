@@ -14,6 +14,7 @@ import (
 
 	"github.com/permlab/permlab/internal/cli"
 	"github.com/permlab/permlab/networks/jigsaw"
+	"github.com/permlab/permlab/networks/jigsaw/decode"
 )
 
 // Where a run writes unless told otherwise: under out/, which git ignores,
@@ -61,9 +62,9 @@ func allFlags(o *options) *flag.FlagSet {
 	fs.IntVar(&o.cfg.EdgeDepth, "edge-depth", 1, "pixel rows in a border strip of -refine (0: 1)")
 	fs.StringVar(&o.figTaus, "figtaus", "1,0.3,0.1", "comma-separated temperatures (> 0) of the soft reconstructions in the figure")
 	fs.StringVar(&o.load, "load", "", "the saved network to use (a .gob written by train); with table2, a folder holding one jigsaw_*_pN.gob per size, evaluated instead of trained")
-	fs.StringVar(&o.ensemble, "ensemble", "", "comma-separated saved networks (files, or with table2 folders, as -load) decoded together with the -load network: the decoder maximises the mean of their scores (see jigsaw.Ensemble)")
-	fs.Float64Var(&o.dec.Pairwise, "pairwise", 0, "decode by the quadratic score with this weight of the learned edge compatibilities (0: the linear assignment M(g); needs -refine; see jigsaw.Decoder)")
-	fs.Float64Var(&o.dec.Seam, "seam", 0, "decode by the quadratic score with this weight of the squared pixel differences across the seams of neighbouring pieces (0: none; any network; see jigsaw.Decoder)")
+	fs.StringVar(&o.ensemble, "ensemble", "", "comma-separated saved networks (files, or with table2 folders, as -load) decoded together with the -load network: the decoder maximises the mean of their scores (see decode.Ensemble)")
+	fs.Float64Var(&o.dec.Pairwise, "pairwise", 0, "decode by the quadratic score with this weight of the learned edge compatibilities (0: the linear assignment M(g); needs -refine; see decode.Decoder)")
+	fs.Float64Var(&o.dec.Seam, "seam", 0, "decode by the quadratic score with this weight of the squared pixel differences across the seams of neighbouring pieces (0: none; any network; see decode.Decoder)")
 	fs.IntVar(&o.dec.Anneal, "anneal", 0, "simulated-annealing proposals per puzzle of the -pairwise or -seam decoder (0: pair swaps only)")
 	fs.IntVar(&o.dec.Restarts, "restarts", 0, "independent annealing runs per puzzle, the best by the decoder's score kept (0 or 1: one)")
 	fs.Float64Var(&o.dec.StartTemp, "anneal-start", 0, "temperature the annealing starts at, in units of the decoder's score (0: 60)")
@@ -79,7 +80,7 @@ func allFlags(o *options) *flag.FlagSet {
 	fs.IntVar(&o.fit.Depth, "fit-depth", 0, "strip depth in pixels of the matrices fit-pairs fits (0: the network's; up to the piece size, where the score sees whole pieces)")
 	fs.BoolVar(&o.fit.FitUnary, "fit-unary", false, "let fit-pairs fit the weight of the network's logits too (kept in the fit-pairs file)")
 	fs.BoolVar(&o.fit.FitBorder, "fit-border", false, "let fit-pairs fit border vectors too, which score the strips of the pieces on the puzzle's four sides (kept in the fit-pairs file)")
-	fs.StringVar(&o.critic, "critic", "", "rerank the decoded arrangements with the critic saved in this file (by train-critic): the arrangement and every one a swap or 3-cycle away, by the decoder's score plus -critic-weight times the critic's log-odds (see jigsaw.Critic)")
+	fs.StringVar(&o.critic, "critic", "", "rerank the decoded arrangements with the critic saved in this file (by train-critic): the arrangement and every one a swap or 3-cycle away, by the decoder's score plus -critic-weight times the critic's log-odds (see decode.Critic)")
 	fs.Float64Var(&o.dec.CriticWeight, "critic-weight", 0, "weight w of the critic's log-odds in the reranking score (0 with -critic or train-critic: 10)")
 	fs.IntVar(&o.criticCfg.Epochs, "critic-epochs", 20, "passes of train-critic over the training images (>= 1)")
 	fs.Float64Var(&o.criticCfg.HardShare, "critic-hard", 0.7, "share of train-critic's wrong arrangements drawn from the moves the decoder's score likes best (0 to 1; the rest are random moves)")
@@ -321,7 +322,7 @@ func (o *options) checkValues() error {
 		ck.AtLeast("-fit-anneal", f.Anneal, 0)
 		ck.That(o.fitN >= 0, "-fit-n must be >= 0 (0: every image after the first -eval), got %d", o.fitN)
 		ck.That(f.Depth >= 0, "-fit-depth must be >= 0 (0: the network's), got %d", f.Depth)
-		ck.That(f.Margin == jigsaw.MarginPieces || f.Margin == jigsaw.MarginPixels, "-fit-margin %q: want %s or %s", f.Margin, jigsaw.MarginPieces, jigsaw.MarginPixels)
+		ck.That(f.Margin == decode.MarginPieces || f.Margin == decode.MarginPixels, "-fit-margin %q: want %s or %s", f.Margin, decode.MarginPieces, decode.MarginPixels)
 	}
 	if o.trainCritic != "" {
 		c := o.criticCfg

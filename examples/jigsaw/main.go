@@ -63,7 +63,7 @@
 // -ensemble A.gob,B.gob decodes with the -load network and these together,
 // by the mean of their scores (networks for the same pieces, say trained
 // from other -seed values; with table2, folders as -load). train-critic
-// trains a jigsaw.Critic, a network that looks at the whole assembled image,
+// trains a decode.Critic, a network that looks at the whole assembled image,
 // saves it (resumable from FILE.ckpt, its record in FILE.json), and reranks
 // the decoded arrangements with it; -critic FILE reranks with a saved one:
 //
@@ -77,7 +77,7 @@
 // -fit-pairs FILE → fit-pairs -save FILE, -train-critic FILE → train-critic
 // -save FILE.
 //
-// (See jigsaw.Decoder, jigsaw.Ensemble, jigsaw.Net.FitPairs, jigsaw.Critic
+// (See decode.Decoder, decode.Ensemble, jigsaw.Net.FitPairs, decode.Critic
 // and networks/jigsaw/README.md.)
 package main
 
@@ -98,6 +98,7 @@ import (
 
 	"github.com/permlab/permlab/dataset"
 	"github.com/permlab/permlab/networks/jigsaw"
+	"github.com/permlab/permlab/networks/jigsaw/decode"
 )
 
 // options are the command-line settings.
@@ -116,13 +117,13 @@ type options struct {
 	sizes                       string // -table2 sizes, in run order
 	load                        string // trained network (file; -table2: folder)
 	ensemble                    string // more trained networks, comma-separated, as -load
-	dec                         jigsaw.Decoder
+	dec                         decode.Decoder
 	decodeSeed                  uint64
 	pairs, fitPairs             string
-	fit                         jigsaw.FitConfig
+	fit                         decode.FitConfig
 	fitN                        int
 	critic, trainCritic         string // a saved critic; a critic to train and save
-	criticCfg                   jigsaw.CriticConfig
+	criticCfg                   decode.CriticConfig
 	set                         map[string]bool // the flags given on the command line
 	cmd                         *subcommand     // the subcommand run (nil for options built in code)
 	figure                      bool            // draw the figure only (the figure subcommand)
@@ -238,11 +239,11 @@ type record struct {
 	Ensemble []member `json:"ensemble,omitempty"`
 	// Decoder is the decoder of -pairwise, -seam and -anneal (absent for M(g)),
 	// and DecodeSec the seconds it took on the held-out puzzles.
-	Decoder   *jigsaw.Decoder `json:"decoder,omitempty"`
+	Decoder   *decode.Decoder `json:"decoder,omitempty"`
 	DecodeSec float64         `json:"decode_seconds,omitempty"`
 	// Search splits the puzzles the quadratic decoder gets wrong into
 	// failures of its search and of its score (jigsaw.Net.SearchGap).
-	Search *jigsaw.SearchGap `json:"search,omitempty"`
+	Search *decode.Gap `json:"search,omitempty"`
 	// Pairs is the file of fitted compatibility matrices the decoder used
 	// (-pairs or -fit-pairs), and Fit how -fit-pairs fitted them.
 	Pairs string     `json:"pairs,omitempty"`
@@ -258,7 +259,7 @@ type record struct {
 type criticRecord struct {
 	File        string               `json:"file"`
 	Params      int                  `json:"params"`
-	Config      *jigsaw.CriticConfig `json:"config,omitempty"`
+	Config      *decode.CriticConfig `json:"config,omitempty"`
 	Steps       int                  `json:"steps,omitempty"`
 	FinalLoss   float64              `json:"final_loss,omitempty"`
 	ResumedFrom int                  `json:"resumed_from,omitempty"`
@@ -278,10 +279,10 @@ type member struct {
 
 // fitRecord describes a -fit-pairs run.
 type fitRecord struct {
-	Config  jigsaw.FitConfig     `json:"config"`
+	Config  decode.FitConfig     `json:"config"`
 	Puzzles int                  `json:"puzzles"`
 	First   int                  `json:"first_image"`
-	Epochs  []jigsaw.FitProgress `json:"epochs"`
+	Epochs  []decode.FitProgress `json:"epochs"`
 	Seconds float64              `json:"seconds"`
 }
 
@@ -335,7 +336,7 @@ func experiment(ctx context.Context, o options, p int, train, test *dataset.Imag
 		dec.CriticWeight = o.dec.CriticWeight
 	}
 	start := time.Now()
-	preds, err := ens.SolveWith(z, dec)
+	preds, err := ens.Solve(z, dec)
 	if err != nil {
 		return nil, err
 	}
@@ -380,12 +381,12 @@ func experiment(ctx context.Context, o options, p int, train, test *dataset.Imag
 // use: read from -pairs, or fitted by -fit-pairs on the validation images
 // after the first -eval (and saved); nil for the network's own. It notes
 // them in rec.
-func pairWeights(o options, net *jigsaw.Net, val *dataset.Images, rec *record) (*jigsaw.PairWeights, error) {
+func pairWeights(o options, net *jigsaw.Net, val *dataset.Images, rec *record) (*decode.PairWeights, error) {
 	switch {
 	case o.pairs != "" && o.fitPairs != "":
 		return nil, errors.New("-pairs and fit-pairs exclude each other")
 	case o.pairs != "":
-		w, err := jigsaw.LoadPairsFile(o.pairs)
+		w, err := decode.LoadPairsFile(o.pairs)
 		if err != nil {
 			return nil, err
 		}
@@ -408,7 +409,7 @@ func pairWeights(o options, net *jigsaw.Net, val *dataset.Images, rec *record) (
 	}
 	fr := &fitRecord{Config: o.fit, Puzzles: z.Len(), First: o.evalN}
 	start := time.Now()
-	w, err := net.FitPairs(z, o.dec, nil, o.fit, func(p jigsaw.FitProgress) {
+	w, err := decode.FitPairs(net, z, o.dec, nil, o.fit, func(p decode.FitProgress) {
 		fr.Epochs = append(fr.Epochs, p)
 		if !o.quiet {
 			unary := ""
@@ -426,7 +427,7 @@ func pairWeights(o options, net *jigsaw.Net, val *dataset.Images, rec *record) (
 		return nil, err
 	}
 	fr.Seconds = time.Since(start).Seconds()
-	if err := jigsaw.SavePairsFile(o.fitPairs, w); err != nil {
+	if err := decode.SavePairsFile(o.fitPairs, w); err != nil {
 		return nil, err
 	}
 	rec.Pairs, rec.Fit = o.fitPairs, fr
@@ -461,12 +462,12 @@ func checkCriticFlags(o options) error {
 // criticOf returns the critic of -critic (read) or -train-critic (trained
 // on train, with hard moves ranked by ens under the decoder's weights, and
 // saved), or nil; it notes the critic in rec.
-func criticOf(ctx context.Context, o options, ens *jigsaw.Ensemble, train *dataset.Images, rec *record) (*jigsaw.Critic, error) {
+func criticOf(ctx context.Context, o options, ens *decode.Ensemble, train *dataset.Images, rec *record) (*decode.Critic, error) {
 	switch {
 	case o.critic == "" && o.trainCritic == "":
 		return nil, nil
 	case o.critic != "":
-		c, err := jigsaw.LoadCriticFile(o.critic)
+		c, err := decode.LoadCriticFile(o.critic)
 		if err != nil {
 			return nil, fmt.Errorf("-critic: %w", err)
 		}
@@ -488,7 +489,7 @@ func criticOf(ctx context.Context, o options, ens *jigsaw.Ensemble, train *datas
 		rec.Critic.File = o.critic
 		return c, nil
 	}
-	c, err := jigsaw.NewCritic(ens.Grid(), o.seed)
+	c, err := decode.NewCritic(ens.Grid(), o.seed)
 	if err != nil {
 		return nil, fmt.Errorf("train-critic: %w", err)
 	}
@@ -561,7 +562,7 @@ func trainNet(ctx context.Context, o options, p int, train *dataset.Images, ckpt
 
 // ensembleOf returns the ensemble of net and the networks of -ensemble
 // for p pieces per side, and notes the latter in rec.
-func ensembleOf(o options, net *jigsaw.Net, p int, train *dataset.Images, rec *record) (*jigsaw.Ensemble, error) {
+func ensembleOf(o options, net *jigsaw.Net, p int, train *dataset.Images, rec *record) (*decode.Ensemble, error) {
 	nets := []*jigsaw.Net{net}
 	if o.ensemble != "" {
 		switch {
@@ -579,7 +580,7 @@ func ensembleOf(o options, net *jigsaw.Net, p int, train *dataset.Images, rec *r
 			rec.Ensemble = append(rec.Ensemble, member{Model: r.Model, Seed: r.Seed, Steps: r.Steps, TrainSec: r.TrainSec, TrainCommand: r.TrainCommand})
 		}
 	}
-	ens, err := jigsaw.NewEnsemble(nets...)
+	ens, err := decode.NewEnsemble(nets...)
 	if err != nil {
 		return nil, fmt.Errorf("-ensemble: %w", err)
 	}

@@ -18,6 +18,7 @@ import (
 
 	"github.com/permlab/permlab/dataset"
 	"github.com/permlab/permlab/networks/jigsaw"
+	"github.com/permlab/permlab/networks/jigsaw/decode"
 )
 
 func TestNoDataIsAnError(t *testing.T) {
@@ -113,11 +114,11 @@ func TestImagesFolderRun(t *testing.T) {
 	assert.Error(t, run(context.Background(), o))
 	o.load = gob
 	// The pairwise decoder needs edge matching; a wrong size is an error.
-	o.dec = jigsaw.Decoder{Pairwise: 1, Seed: 1}
+	o.dec = decode.Decoder{Pairwise: 1, Seed: 1}
 	assert.ErrorContains(t, run(context.Background(), o), "edge matching")
 	// The seam decoder works with any network and is recorded, with its
 	// restarts and the split of its failures.
-	o.dec = jigsaw.Decoder{Seam: 1, Anneal: 100, Restarts: 2, Seed: 1}
+	o.dec = decode.Decoder{Seam: 1, Anneal: 100, Restarts: 2, Seed: 1}
 	require.NoError(t, run(context.Background(), o))
 	b, err = os.ReadFile(filepath.Join(again, "jigsaw_images-"+filepath.Base(in)+"_p2.json"))
 	require.NoError(t, err)
@@ -131,7 +132,7 @@ func TestImagesFolderRun(t *testing.T) {
 	assert.Equal(t, sr.Search.Puzzles, sr.Search.Solved+sr.Search.SearchMisses+sr.Search.ScoreMisses)
 	assert.Contains(t, formatMetrics(&sr), "of puzzles solved")
 	assert.Nil(t, l.Search, "M(g) has no search gap")
-	o.dec, o.p = jigsaw.Decoder{Seed: 1}, 3
+	o.dec, o.p = decode.Decoder{Seed: 1}, 3
 	assert.ErrorContains(t, run(context.Background(), o), "network for 2 x 2 pieces")
 }
 
@@ -196,9 +197,9 @@ func TestRecordsRoundTrip(t *testing.T) {
 	recs[4].Oracle = &jigsaw.Metrics{Puzzles: 5, KendallTau: 0.75}
 	assert.Contains(t, formatTable(recs), "| Kendall tau, best possible | - | - | 0.750 | - | - |")
 	assert.NotContains(t, formatTable(recs), "decoder")
-	recs[4].Decoder, recs[4].DecodeSec = &jigsaw.Decoder{Pairwise: 5, Anneal: 400000}, 90
+	recs[4].Decoder, recs[4].DecodeSec = &decode.Decoder{Pairwise: 5, Anneal: 400000}, 90
 	assert.Contains(t, formatTable(recs), "| decoder: pairwise weight, annealing proposals, minutes | - | - | 5, 400000, 1.5 | - | - |")
-	recs[2].Decoder = &jigsaw.Decoder{Seam: 2, Anneal: 1000}
+	recs[2].Decoder = &decode.Decoder{Seam: 2, Anneal: 1000}
 	assert.Contains(t, formatTable(recs), "| decoder: pairwise weight, seam weight, annealing proposals, minutes | 0, 2, 1000, 0.0 | - | 5, 0, 400000, 1.5 | - | - |")
 	assert.NotContains(t, formatTable(recs), "fitted")
 	recs[4].Pairs = filepath.Join("results", "pairs", "p4.json")
@@ -285,8 +286,8 @@ func TestFitPairsFlags(t *testing.T) {
 	}
 	path := filepath.Join(t.TempDir(), "pairs.json")
 	o := options{load: "net.gob", val: true, evalN: 10, fitPairs: path, quiet: true, seed: 1,
-		dec: jigsaw.Decoder{Pairwise: 1, Anneal: 200, Seed: 1},
-		fit: jigsaw.FitConfig{Epochs: 2, Batch: 5, LR: 0.01, Anneal: 100, Seed: 1}}
+		dec: decode.Decoder{Pairwise: 1, Anneal: 200, Seed: 1},
+		fit: decode.FitConfig{Epochs: 2, Batch: 5, LR: 0.01, Anneal: 100, Seed: 1}}
 	var rec record
 	w, err := pairWeights(o, net, val, &rec)
 	require.NoError(t, err)
@@ -296,7 +297,7 @@ func TestFitPairsFlags(t *testing.T) {
 	assert.Equal(t, 10, rec.Fit.First)
 	assert.Len(t, rec.Fit.Epochs, 2)
 	assert.Equal(t, path, rec.Pairs)
-	back, err := jigsaw.LoadPairsFile(path)
+	back, err := decode.LoadPairsFile(path)
 	require.NoError(t, err)
 	assert.Equal(t, w, back)
 	o.fitN = 7
@@ -308,13 +309,13 @@ func TestFitPairsFlags(t *testing.T) {
 	// fitted, saved and reported per epoch; a margin of another name is
 	// an error.
 	o.fitN = 0
-	o.fit.FitUnary, o.fit.Margin = true, jigsaw.MarginPixels
+	o.fit.FitUnary, o.fit.Margin = true, decode.MarginPixels
 	w, err = pairWeights(o, net, val, &rec)
 	require.NoError(t, err)
 	assert.NotZero(t, w.Unary)
 	assert.Equal(t, w.Unary, rec.Fit.Epochs[1].Unary)
-	assert.Equal(t, jigsaw.MarginPixels, rec.Fit.Config.Margin)
-	back, err = jigsaw.LoadPairsFile(path)
+	assert.Equal(t, decode.MarginPixels, rec.Fit.Config.Margin)
+	back, err = decode.LoadPairsFile(path)
 	require.NoError(t, err)
 	assert.Equal(t, w, back)
 	o.fit.Margin = "ink"
@@ -322,13 +323,13 @@ func TestFitPairsFlags(t *testing.T) {
 	assert.ErrorContains(t, err, "margin")
 
 	// -fit-border: the border vectors are fitted, saved and reported.
-	o.fit.Margin, o.fit.FitBorder = jigsaw.MarginPieces, true
+	o.fit.Margin, o.fit.FitBorder = decode.MarginPieces, true
 	w, err = pairWeights(o, net, val, &rec)
 	require.NoError(t, err)
 	require.Len(t, w.Border, 4)
 	assert.True(t, rec.Fit.Config.FitBorder)
 	assert.Positive(t, rec.Fit.Epochs[1].BorderNorm)
-	back, err = jigsaw.LoadPairsFile(path)
+	back, err = decode.LoadPairsFile(path)
 	require.NoError(t, err)
 	assert.Equal(t, w, back)
 	o.fit.FitBorder = false
@@ -402,7 +403,7 @@ func TestEnsembleFlag(t *testing.T) {
 		gobs[k] = filepath.Join(o.out, name+".gob")
 	}
 	read := func(dir string) record { return readRecord(t, dir, name) }
-	o.seed, o.dec = 1, jigsaw.Decoder{Pairwise: 1, Anneal: 50, Seed: 1}
+	o.seed, o.dec = 1, decode.Decoder{Pairwise: 1, Anneal: 50, Seed: 1}
 	o.load, o.out = gobs[0], t.TempDir()
 	require.NoError(t, run(context.Background(), o))
 	alone := read(o.out)
@@ -455,8 +456,8 @@ func TestCriticFlags(t *testing.T) {
 	name := "jigsaw_images-" + filepath.Base(in) + "_p2"
 	read := func(dir string) record { return readRecord(t, dir, name) }
 	o.load = filepath.Join(o.out, name+".gob")
-	o.dec = jigsaw.Decoder{Pairwise: 1, Anneal: 50, Seed: 1}
-	o.criticCfg = jigsaw.CriticConfig{Epochs: 2, HardShare: 0.5, HardTop: 2, Seed: 1}
+	o.dec = decode.Decoder{Pairwise: 1, Anneal: 50, Seed: 1}
+	o.criticCfg = decode.CriticConfig{Epochs: 2, HardShare: 0.5, HardTop: 2, Seed: 1}
 	file := filepath.Join(t.TempDir(), "critic.gob")
 	o.trainCritic, o.out = file, t.TempDir()
 	require.NoError(t, run(context.Background(), o))

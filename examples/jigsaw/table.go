@@ -13,10 +13,12 @@ import (
 	"strconv"
 	"strings"
 
+	"gonum.org/v1/gonum/stat"
+
 	"github.com/permlab/permlab/dataset"
 	"github.com/permlab/permlab/internal/jsonl"
 	"github.com/permlab/permlab/networks/jigsaw"
-	"gonum.org/v1/gonum/stat"
+	"github.com/permlab/permlab/networks/jigsaw/decode"
 )
 
 // tableSizes are the puzzle sizes of the MNIST columns of Table 2.
@@ -309,7 +311,7 @@ func formatMetrics(r *record) string {
 }
 
 // formatSearch renders a decoder's search gap ("" without one).
-func formatSearch(g *jigsaw.SearchGap) string {
+func formatSearch(g *decode.Gap) string {
 	if g == nil || g.Puzzles == 0 {
 		return ""
 	}

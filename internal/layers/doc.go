@@ -7,7 +7,8 @@
 //	0  internal/...                      helpers with no place in the API
 //	1  perm, compare, dataset, deploy    permutations, the run grid, data readers
 //	2  ad, ad/optim                      autodiff and optimizers
-//	3  relax, nn/...                     Sinkhorn and matching; neural layers and the training loop
+//	3  relax, nn/..., internal/paramfile Sinkhorn and matching; neural layers and the training loop;
+//	                                     the jigsaw networks' parameter files
 //	4  dist                              distributions
 //	5  models, networks/...              the model contract; supervised Sinkhorn networks
 //	6  vi, mcmc                          the engines
@@ -15,7 +16,9 @@
 //	8  examples/..., benchmarks/...      commands
 //
 // A unit is one line's entry: a package (models) or a folder with
-// everything under it (networks/...). Packages in one unit may import each
+// everything under it (networks/...). A package named on its own wins over
+// a folder that holds it: internal/paramfile, which works on ad's
+// parameters, sits above ad although the rest of internal/ sits below. Packages in one unit may import each
 // other; between units, imports only point down. Test files are not
 // checked: a test may use a higher layer to exercise a lower one.
 package layers
@@ -27,7 +30,7 @@ var Layers = [][]string{
 	{"internal/..."},
 	{"perm", "compare", "dataset", "deploy"},
 	{"ad/..."},
-	{"relax", "nn/..."},
+	{"relax", "nn/...", "internal/paramfile"},
 	{"dist"},
 	{"models", "networks/..."},
 	{"vi", "mcmc"},

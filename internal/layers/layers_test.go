@@ -150,6 +150,7 @@ func TestUnitOf(t *testing.T) {
 		{"nn/train", 3, "nn/..."},
 		{"nn", 3, "nn/..."},
 		{"internal/f64", 0, "internal/..."},
+		{"internal/paramfile", 3, "internal/paramfile"},
 		{"networks/jigsaw", 5, "networks/..."},
 		{"examples/celegans", 8, "examples/..."},
 	} {

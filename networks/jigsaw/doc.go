@@ -51,30 +51,10 @@
 // which leaves every s_d alone and permutes the added rows: g stays
 // equivariant.
 //
-// M(g) still scores each piece's position on its own. A network with edge
-// matching can also be decoded by the quadratic score of the hard
-// arrangement (Decoder, Net.SolveWith): the final logits plus λ times the
-// learned compatibilities c(i, j) of the pieces that end up side by side,
-// c being the terms a round of edge matching adds when its assignment is
-// hard. Any network, with edge matching or not, can add to that score the
-// seam term −μ D(i, j), the squared pixel differences across the seam of
-// two neighbours, which needs no training. This is a quadratic assignment
-// problem; SolveWith searches it heuristically, by pair swaps and simulated
-// annealing from M(g), optionally restarted. Net.SearchGap tells the two
-// causes of a wrong decoded puzzle apart: the search stopped below the
-// true arrangement's score, or the score ranks a wrong arrangement at
-// least as high as the truth, which no search can mend. Against the
-// latter, Net.FitPairs fits the compatibility matrices to the hard score
-// itself (a structured hinge loss over held-out puzzles, the network left
-// as it is; optionally with the weight of the logits, and with a loss that
-// counts misplaced pixels rather than pieces), and Decoder.Pair decodes
-// with them. An Ensemble of networks trained for the same grid, say from
-// different seeds, decodes by the mean of their scores, which averages out
-// the errors the networks do not share. A Critic, a convolutional network
-// trained to tell a rightly assembled image from one with two or three
-// pieces moved, sees what none of those terms sees: the whole image. With
-// Decoder.Critic the decoder, after its search, keeps the best by
-// E + w·D of the arrangement found and every one a swap or 3-cycle away.
+// M(g) still scores each piece's position on its own; package
+// networks/jigsaw/decode decodes by the quadratic score of the hard
+// arrangement, with the network's own edge compatibilities (Net.Edges,
+// Strips), seams, fitted pair weights, ensembles and a critic.
 //
 // # Training
 //

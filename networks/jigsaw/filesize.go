@@ -2,7 +2,8 @@ package jigsaw
 
 import (
 	"fmt"
-	"math"
+
+	"github.com/permlab/permlab/internal/paramfile"
 )
 
 // The sizes a saved network or critic declares (its geometry and layers)
@@ -16,41 +17,6 @@ import (
 // what the networks of this package need (7,857 for MNIST at 3 × 3).
 const maxLoadPieceValues = 1 << 26
 
-// satMul returns a·b for a, b >= 0, or math.MaxInt when it overflows.
-func satMul(a, b int) int {
-	if a < 0 || b < 0 || (a != 0 && b > math.MaxInt/a) {
-		return math.MaxInt
-	}
-	return a * b
-}
-
-// satAdd returns a+b for a, b >= 0, or math.MaxInt when it overflows.
-func satAdd(a, b int) int {
-	if a < 0 || b < 0 || b > math.MaxInt-a {
-		return math.MaxInt
-	}
-	return a + b
-}
-
-// denseWeights is the number of weights of a dense layer from in to out
-// units, with its bias or without.
-func denseWeights(in, out int, bias bool) int {
-	w := satMul(in, out)
-	if bias {
-		w = satAdd(w, out)
-	}
-	return w
-}
-
-// countValues returns the number of values of a saved file's parameters.
-func countValues(values [][]float64) int {
-	n := 0
-	for _, v := range values {
-		n += len(v)
-	}
-	return n
-}
-
 // checkLoadSize returns an error if the network that c describes needs a
 // forward pass of more than maxLoadPieceValues per piece or has other than
 // values weights, and nil otherwise, also when c is invalid (New says why).
@@ -62,7 +28,7 @@ func (c Config) checkLoadSize(values int) error {
 	if c.Refine > 0 && (c.edgeDepth() > g.PieceH || c.edgeDepth() > g.PieceW) {
 		return nil
 	}
-	pass := satMul(satAdd(c.Channels, satMul(3, c.Filters)), satMul(g.PieceH, g.PieceW))
+	pass := paramfile.Mul(paramfile.Add(c.Channels, paramfile.Mul(3, c.Filters)), paramfile.Mul(g.PieceH, g.PieceW))
 	if pass > maxLoadPieceValues {
 		return fmt.Errorf("configuration %+v: the forward pass of a piece has %d values, more than the %d a saved network may ask for", c, pass, maxLoadPieceValues)
 	}
@@ -75,35 +41,25 @@ func (c Config) checkLoadSize(values int) error {
 // weights returns the number of weights New(c) makes on grid g (see New),
 // math.MaxInt if that overflows.
 func (c Config) weights(g Grid) int {
-	k2 := satMul(c.Kernel, c.Kernel)
-	w := denseWeights(satMul(c.Channels, k2), c.Filters, true) // conv: Filters × Channels·K², bias
+	k2 := paramfile.Mul(c.Kernel, c.Kernel)
+	w := paramfile.DenseWeights(paramfile.Mul(c.Channels, k2), c.Filters, true) // conv: Filters × Channels·K², bias
 	// Conv keeps the piece's size ("same" padding), the pool of side and
 	// stride Pool takes it to (side − Pool)/Pool + 1.
-	feat := satMul(c.Filters, satMul((g.PieceH-c.Pool)/c.Pool+1, (g.PieceW-c.Pool)/c.Pool+1))
+	feat := paramfile.Mul(c.Filters, paramfile.Mul((g.PieceH-c.Pool)/c.Pool+1, (g.PieceW-c.Pool)/c.Pool+1))
 	in := feat
 	if c.Hidden > 0 {
-		w = satAdd(w, denseWeights(feat, c.Hidden, true))
+		w = paramfile.Add(w, paramfile.DenseWeights(feat, c.Hidden, true))
 		if c.Context {
-			w = satAdd(w, denseWeights(feat, c.Hidden, false))
+			w = paramfile.Add(w, paramfile.DenseWeights(feat, c.Hidden, false))
 		}
 		in = c.Hidden
 	}
-	w = satAdd(w, satMul(c.Heads, denseWeights(in, satMul(g.P, g.P), true)))
+	w = paramfile.Add(w, paramfile.Mul(c.Heads, paramfile.DenseWeights(in, paramfile.Mul(g.P, g.P), true)))
 	if c.Refine > 0 {
 		for d := range edgeNames {
 			s := stripLen(g, c.edgeDepth(), d)
-			w = satAdd(w, satMul(s, s))
+			w = paramfile.Add(w, paramfile.Mul(s, s))
 		}
 	}
 	return w
-}
-
-// criticWeights returns the number of weights newCritic makes on grid g,
-// which checkCriticGrid accepts (see newCritic).
-func criticWeights(g Grid) int {
-	h2, w2 := ((g.CropH()-4)/2-4)/2, ((g.CropW()-4)/2-4)/2
-	w := denseWeights(satMul(g.Channels, 25), 32, true) // conv1
-	w = satAdd(w, denseWeights(32*25, 64, true))        // conv2
-	w = satAdd(w, denseWeights(satMul(64, satMul(h2, w2)), 128, true))
-	return satAdd(w, denseWeights(128, 2, true))
 }

@@ -8,11 +8,13 @@ import (
 	"math"
 	"math/rand/v2"
 	"os"
+	"slices"
 
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/permlab/permlab/ad"
 	"github.com/permlab/permlab/dist"
+	"github.com/permlab/permlab/internal/paramfile"
 	"github.com/permlab/permlab/nn"
 	"github.com/permlab/permlab/perm"
 	"github.com/permlab/permlab/relax"
@@ -221,6 +223,14 @@ func New(cfg Config, seed uint64) (*Net, error) {
 
 func (c Config) edgeDepth() int { return max(c.EdgeDepth, 1) }
 
+// StripDepth returns the depth in pixels of the border strips that edge
+// matching compares (Config.EdgeDepth, at least 1).
+func (c Config) StripDepth() int { return c.edgeDepth() }
+
+// StripLen returns the number of values in a border strip of the given
+// depth on side d (0 top, 1 bottom, 2 left, 3 right) of a piece of g.
+func StripLen(g Grid, depth, d int) int { return stripLen(g, depth, d) }
+
 // stripLen is the number of values in a border strip of the given depth on
 // side d (top, bottom, left, right) of a piece.
 func stripLen(g Grid, depth, d int) int {
@@ -238,6 +248,22 @@ func (n *Net) Config() Config { return n.cfg }
 
 // Grid returns the puzzle geometry.
 func (n *Net) Grid() Grid { return n.grid }
+
+// Edges returns copies of the four matrices M_d of edge matching (top,
+// bottom, left, right; each StripLen × StripLen of its side, row-major),
+// or nil without Config.Refine. The compatibility of piece j next to piece
+// i on side d is b_d(i)ᵀ M_d b_opp(d)(j), with b the border strips of
+// Strips.
+func (n *Net) Edges() [][]float64 {
+	if len(n.edges) == 0 {
+		return nil
+	}
+	out := make([][]float64, len(n.edges))
+	for d, e := range n.edges {
+		out[d] = slices.Clone(e.Value.Data)
+	}
+	return out
+}
 
 // Params returns the trainable parameters: the convolution, the hidden and
 // context layers if any, then the heads.
@@ -379,6 +405,15 @@ func (n *Net) edgeTerms(g, p *ad.Var, e *edgeInputs) *ad.Var {
 		g = ad.Add(g, ad.MatMul(em, ad.Transpose(s)))
 	}
 	return g
+}
+
+// Strips returns, for the B·N scrambled pieces of B puzzles of g
+// (scrambled holds B·N pieces of g.PieceSize values) and each side d (top,
+// bottom, left, right), every piece's border strip on that side, depth
+// pixels deep, as a (B, N, w) tensor with w = StripLen(g, depth, d). A strip
+// lists, channel by channel, its rows (or columns) from the border inwards.
+func Strips(g Grid, scrambled []float64, b, depth int) [4]*ad.Tensor {
+	return strips(g, scrambled, b, depth)
 }
 
 // strips returns, for the B·N scrambled pieces and each side d (top,
@@ -581,15 +616,32 @@ func (n *Net) LogitMatrices(z *Puzzles) ([]*mat.Dense, error) {
 }
 
 // Solve returns the hard assignment M(g(X̃)) of every puzzle: pred[b][i] is the
-// predicted position of scrambled piece i of puzzle b. It is SolveWith with
-// the zero Decoder.
+// predicted position of scrambled piece i of puzzle b. Package
+// networks/jigsaw/decode decodes with the pairwise score of neighbouring
+// pieces as well; with its zero Decoder it returns Solve's assignment.
 func (n *Net) Solve(z *Puzzles) ([]perm.Perm, error) {
-	return n.SolveWith(z, Decoder{})
+	logits, err := n.LogitMatrices(z)
+	if err != nil {
+		return nil, err
+	}
+	ms := make([]mat.Matrix, len(logits))
+	for i, g := range logits {
+		ms[i] = g
+	}
+	preds, err := relax.MatchingBatch(ms)
+	if err != nil {
+		return nil, fmt.Errorf("jigsaw: Solve: %w", err)
+	}
+	return preds, nil
 }
 
 // Evaluate solves every puzzle of z and averages the Metrics.
 func (n *Net) Evaluate(z *Puzzles) (Metrics, error) {
-	return n.EvaluateWith(z, Decoder{})
+	preds, err := n.Solve(z)
+	if err != nil {
+		return Metrics{}, err
+	}
+	return ScoreAll(z, preds)
 }
 
 // ScoreAll averages Score over the puzzles of z with predictions preds.
@@ -676,7 +728,7 @@ type checkpoint struct {
 // Save writes the configuration and weights of n to w (encoding/gob).
 func (n *Net) Save(w io.Writer) error {
 	c := checkpoint{Config: n.cfg}
-	c.Names, c.Values = paramValues(n.Params())
+	c.Names, c.Values = paramfile.Values(n.Params())
 	if err := gob.NewEncoder(w).Encode(c); err != nil {
 		return fmt.Errorf("jigsaw: Save: %w", err)
 	}
@@ -692,48 +744,17 @@ func Load(r io.Reader) (*Net, error) {
 	if err := gob.NewDecoder(r).Decode(&c); err != nil {
 		return nil, fmt.Errorf("jigsaw: Load: %w", err)
 	}
-	if err := c.Config.checkLoadSize(countValues(c.Values)); err != nil {
+	if err := c.Config.checkLoadSize(paramfile.Count(c.Values)); err != nil {
 		return nil, fmt.Errorf("jigsaw: Load: %w", err)
 	}
 	n, err := New(c.Config, 0)
 	if err != nil {
 		return nil, fmt.Errorf("jigsaw: Load: %w", err)
 	}
-	if err := setParams(n.Params(), c.Names, c.Values); err != nil {
+	if err := paramfile.Set(n.Params(), c.Names, c.Values); err != nil {
 		return nil, fmt.Errorf("jigsaw: Load: %w", err)
 	}
 	return n, nil
-}
-
-// paramValues returns the names and values of ps, for a saved file.
-func paramValues(ps []*ad.Param) (names []string, values [][]float64) {
-	for _, p := range ps {
-		names = append(names, p.Name)
-		values = append(values, p.Value.Data)
-	}
-	return names, values
-}
-
-// setParams copies values into ps, checking that a saved file's names and
-// sizes are those of ps, in order, and its values finite.
-func setParams(ps []*ad.Param, names []string, values [][]float64) error {
-	if len(names) != len(ps) || len(values) != len(ps) {
-		return fmt.Errorf("the file has %d parameters, want %d", len(names), len(ps))
-	}
-	for i, p := range ps {
-		if p.Name != names[i] || len(p.Value.Data) != len(values[i]) {
-			return fmt.Errorf("parameter %d is %q of %d values, the file has %q of %d", i, p.Name, len(p.Value.Data), names[i], len(values[i]))
-		}
-		for _, v := range values[i] {
-			if math.IsNaN(v) || math.IsInf(v, 0) {
-				return fmt.Errorf("parameter %q holds %v", p.Name, v)
-			}
-		}
-	}
-	for i, p := range ps {
-		copy(p.Value.Data, values[i])
-	}
-	return nil
 }
 
 // SaveFile writes n to the named file.

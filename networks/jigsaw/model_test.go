@@ -520,3 +520,66 @@ func TestBorders(t *testing.T) {
 	assert.Equal(t, []int{4, 4, 0, 1}, neighbourIndex(Grid{P: 2}, 1, 0))
 	assert.Equal(t, []int{1, 4, 3, 4}, neighbourIndex(Grid{P: 2}, 1, 3))
 }
+
+// TestEdgesMatchRefineTerms checks Net.Edges and Strips against the
+// network's own edge matching: with a hard assignment σ, the terms one round
+// adds at the entries (i, σ(i)) sum to the pairwise part of the decoder's
+// score, b_d(i)ᵀ M_d b_opp(d)(j) + b_opp(d)(j)ᵀ M_opp(d) b_d(i) over every
+// pair of neighbours (i left of or above j), summed here entry by entry.
+func TestEdgesMatchRefineTerms(t *testing.T) {
+	for _, depth := range []int{1, 2} {
+		cfg := tinyConfig()
+		cfg.P, cfg.Height, cfg.Width, cfg.Refine, cfg.EdgeDepth = 3, 9, 9, 2, depth
+		net, err := New(cfg, 5)
+		require.NoError(t, err)
+		rng := rand.New(rand.NewPCG(2, 9))
+		for _, e := range net.edges {
+			for i := range e.Value.Data {
+				e.Value.Data[i] = rng.NormFloat64()
+			}
+		}
+		z, err := MakePuzzles(net.Grid(), randomImages(rng, 1, 1, 9, 9), nil, rng)
+		require.NoError(t, err)
+		nn2, p := net.Grid().N(), net.Grid().P
+		st := Strips(net.Grid(), z.Scrambled, 1, cfg.StripDepth())
+		m := net.Edges()
+		facing := func(d, i, j int) float64 {
+			w := st[d].Shape[2]
+			require.Equal(t, StripLen(net.Grid(), depth, d), w)
+			s := 0.0
+			for k := range w {
+				for l := range w {
+					s += st[d].Data[i*w+k] * m[d][k*w+l] * st[d^1].Data[j*w+l]
+				}
+			}
+			return s
+		}
+		for range 5 {
+			sigma := perm.Random(nn2, rng)
+			at := make([]int, nn2)
+			for i, q := range sigma {
+				at[q] = i
+			}
+			want := 0.0
+			for q := range nn2 {
+				if q%p+1 < p {
+					want += facing(3, at[q], at[q+1]) + facing(2, at[q+1], at[q])
+				}
+				if q/p+1 < p {
+					want += facing(1, at[q], at[q+p]) + facing(0, at[q+p], at[q])
+				}
+			}
+			hard, err := sigma.Matrix()
+			require.NoError(t, err)
+			tp := ad.NewTape()
+			e := net.edgeInputs(tp, z.Scrambled, 1)
+			added := net.edgeTerms(tp.Const(ad.Zeros(1, nn2, nn2)), tp.Const(&ad.Tensor{Shape: []int{1, nn2, nn2}, Data: hard.RawMatrix().Data}), e).Value()
+			require.NoError(t, tp.Err())
+			got := 0.0
+			for i, q := range sigma {
+				got += added[i*nn2+q]
+			}
+			assert.InDelta(t, want, got, 1e-9*(1+math.Abs(want)), "depth %d", depth)
+		}
+	}
+}

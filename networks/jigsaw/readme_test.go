@@ -1,4 +1,4 @@
-package jigsaw
+package jigsaw_test
 
 import (
 	"encoding/json"
@@ -8,13 +8,14 @@ import (
 
 	"github.com/permlab/permlab/internal/jsonl"
 	"github.com/permlab/permlab/internal/mdtable"
+	"github.com/permlab/permlab/networks/jigsaw/decode"
 )
 
 // TestReadmeNumbers checks every row of the README's tables that names a
 // results file (a "file" column holding `results/….json`) against that
 // file: each metric column must be the file's value rounded to the
 // digits printed. The columns "solved", "search misses" and "score misses"
-// are shares of the puzzles of the file's search gap (Net.SearchGap),
+// are shares of the puzzles of the file's search gap (decode.SearchGap),
 // "mean score" its mean decoded score, and "start temperature", "end
 // temperature" and "proposals" the annealing of the file's decoder, and
 // "critic weight" its weight of the critic.
@@ -31,8 +32,8 @@ func TestReadmeNumbers(t *testing.T) {
 	rows, diffs, err := mdtable.CheckFiles("README.md", ".json", func(b []byte) (map[string]float64, error) {
 		var res struct {
 			Metrics map[string]float64 `json:"metrics"`
-			Search  *SearchGap         `json:"search"`
-			Decoder *Decoder           `json:"decoder"`
+			Search  *decode.Gap        `json:"search"`
+			Decoder *decode.Decoder    `json:"decoder"`
 		}
 		if err := json.Unmarshal(b, &res); err != nil {
 			return nil, err

@@ -1,42 +1,43 @@
-package jigsaw
+package decode
 
 import (
 	"math"
 	"math/rand/v2"
 	"runtime"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"gonum.org/v1/gonum/mat"
 
-	"github.com/permlab/permlab/ad"
 	"github.com/permlab/permlab/internal/longtest"
+	"github.com/permlab/permlab/networks/jigsaw"
 	"github.com/permlab/permlab/perm"
 	"github.com/permlab/permlab/relax"
 )
 
 // refineNet returns a 3 × 3 network with two rounds of edge matching whose
 // edge matrices are random (New starts them at 0.5·I), and puzzles for it.
-func refineNet(t *testing.T, depth, puzzles int) (*Net, *Puzzles) {
+func refineNet(t *testing.T, depth, puzzles int) (*jigsaw.Net, *jigsaw.Puzzles) {
 	t.Helper()
 	cfg := tinyConfig()
 	cfg.P, cfg.Height, cfg.Width, cfg.Refine, cfg.EdgeDepth = 3, 9, 9, 2, depth
-	net, err := New(cfg, 5)
+	net, err := jigsaw.New(cfg, 5)
 	require.NoError(t, err)
 	rng := rand.New(rand.NewPCG(2, 9))
 	randomizeEdges(net, rng)
-	z, err := MakePuzzles(net.Grid(), randomImages(rng, puzzles, 1, 9, 9), nil, rng)
+	z, err := jigsaw.MakePuzzles(net.Grid(), randomImages(rng, puzzles, 1, 9, 9), nil, rng)
 	require.NoError(t, err)
 	return net, z
 }
 
 // energyOf returns E of d for puzzle b of z at an arrangement, computed
 // through the arranger from the logits of the puzzles.
-func energyOf(net *Net, z *Puzzles, logits []*mat.Dense, d Decoder) func(b int, pred perm.Perm) float64 {
-	s := newArranger(net.grid.P)
+func energyOf(net *jigsaw.Net, z *jigsaw.Puzzles, logits []*mat.Dense, d Decoder) func(b int, pred perm.Perm) float64 {
+	s := newArranger(net.Grid().P)
 	return func(b int, pred perm.Perm) float64 {
-		s.lam = net.pairTables(s.h, s.v, net.scrambledOf(z, b), d)
+		s.lam = pairTables(net, s.h, s.v, scrambledOf(z, b), d)
 		s.u = logits[b].RawMatrix().Data
 		s.place(pred)
 		return s.energy()
@@ -45,41 +46,82 @@ func energyOf(net *Net, z *Puzzles, logits []*mat.Dense, d Decoder) func(b int, 
 
 // randomizeEdges sets every entry of net's edge matrices to a standard
 // normal draw, so that its own compatibilities are arbitrary.
-func randomizeEdges(net *Net, rng *rand.Rand) {
-	for _, m := range net.edges {
+func randomizeEdges(net *jigsaw.Net, rng *rand.Rand) {
+	for _, m := range net.Params() {
+		if !strings.HasPrefix(m.Name, "edge.") {
+			continue
+		}
 		for i := range m.Value.Data {
 			m.Value.Data[i] = rng.NormFloat64()
 		}
 	}
 }
 
-// TestEdgeTablesMatchRefineTerms checks the decoder's edge compatibilities
-// against the network's own edge-matching terms: with a hard assignment σ,
-// the terms one round adds at the entries (i, σ(i)) sum to the pairwise part
-// of E(σ).
-func TestEdgeTablesMatchRefineTerms(t *testing.T) {
+// TestEdgeTablesMatchEdges checks the decoder's edge compatibilities
+// against E's pairwise part summed term by term from the network's edge
+// matrices and border strips: at arrangement σ, every pair of neighbours
+// (i left of or above j) adds b_d(i)ᵀ M_d b_opp(d)(j) + b_opp(d)(j)ᵀ M_opp(d) b_d(i).
+// Package jigsaw checks the same sum against the network's own
+// edge-matching terms.
+func TestEdgeTablesMatchEdges(t *testing.T) {
 	for _, depth := range []int{1, 2} {
 		net, z := refineNet(t, depth, 1)
-		nn2 := net.grid.N()
-		s := newArranger(net.grid.P)
-		net.edgeTables(s.h, s.v, z.Scrambled)
+		nn2 := net.Grid().N()
+		s := newArranger(net.Grid().P)
+		edgeTables(net, s.h, s.v, z.Scrambled)
 		s.u = make([]float64, nn2*nn2)
 		rng := rand.New(rand.NewPCG(3, uint64(depth)))
 		for range 5 {
 			sigma := perm.Random(nn2, rng)
 			s.place(sigma)
-			hard, err := sigma.Matrix()
-			require.NoError(t, err)
-			tp := ad.NewTape()
-			e := net.edgeInputs(tp, z.Scrambled, 1)
-			added := net.edgeTerms(tp.Const(ad.Zeros(1, nn2, nn2)), tp.Const(&ad.Tensor{Shape: []int{1, nn2, nn2}, Data: hard.RawMatrix().Data}), e).Value()
-			require.NoError(t, tp.Err())
-			want := 0.0
-			for i, q := range sigma {
-				want += added[i*nn2+q]
-			}
+			want := pairEnergy(net, z.Scrambled, sigma)
 			assert.InDelta(t, want, s.energy(), 1e-9*(1+math.Abs(want)), "depth %d", depth)
 		}
+	}
+}
+
+// pairEnergy returns the pairwise part of E at σ (piece → position) for the
+// scrambled pieces of one puzzle, entry by entry from Net.Edges and
+// jigsaw.Strips.
+func pairEnergy(net *jigsaw.Net, scrambled []float64, sigma perm.Perm) float64 {
+	g := net.Grid()
+	st := jigsaw.Strips(g, scrambled, 1, net.Config().StripDepth())
+	m := net.Edges()
+	at := make([]int, g.N())
+	for i, q := range sigma {
+		at[q] = i
+	}
+	// facing is b_d(i)ᵀ M_d b_opp(d)(j).
+	facing := func(d, i, j int) float64 {
+		w := st[d].Shape[2]
+		bi, bj := st[d].Data[i*w:(i+1)*w], st[d^1].Data[j*w:(j+1)*w]
+		s := 0.0
+		for k := range w {
+			for l := range w {
+				s += bi[k] * m[d][k*w+l] * bj[l]
+			}
+		}
+		return s
+	}
+	e := 0.0
+	for q := range g.N() {
+		r, c := q/g.P, q%g.P
+		if c+1 < g.P { // at[q+1] right of at[q]: right side of one, left of the other
+			e += facing(3, at[q], at[q+1]) + facing(2, at[q+1], at[q])
+		}
+		if r+1 < g.P { // at[q+P] below at[q]
+			e += facing(1, at[q], at[q+g.P]) + facing(0, at[q+g.P], at[q])
+		}
+	}
+	return e
+}
+
+// tinyConfig is a small network for tests.
+func tinyConfig() jigsaw.Config {
+	return jigsaw.Config{
+		P: 2, Channels: 1, Height: 8, Width: 8,
+		Filters: 4, Kernel: 3, Pool: 2, Heads: 1,
+		Tau: 1, Iters: 10, Samples: 2, Noise: 0.5,
 	}
 }
 
@@ -149,7 +191,7 @@ func TestShiftBlockPermutes(t *testing.T) {
 	assert.Greater(t, moved, 150, "most block shifts should move pieces")
 }
 
-func TestSolveWith(t *testing.T) {
+func TestSolveQuadratic(t *testing.T) {
 	net, z := refineNet(t, 1, 12)
 	logits, err := net.LogitMatrices(z)
 	require.NoError(t, err)
@@ -158,12 +200,12 @@ func TestSolveWith(t *testing.T) {
 		plain[b], err = relax.Matching(g)
 		require.NoError(t, err)
 	}
-	zero, err := net.SolveWith(z, Decoder{})
+	zero, err := Solve(net, z, Decoder{})
 	require.NoError(t, err)
 	assert.Equal(t, plain, zero, "the zero Decoder is M(g)")
 
 	d := Decoder{Pairwise: 2, Seam: 0.5, Anneal: 3000, Seed: 3}
-	got, err := net.SolveWith(z, d)
+	got, err := Solve(net, z, d)
 	require.NoError(t, err)
 	// Never below E(M(g)), whatever GOMAXPROCS.
 	energy := energyOf(net, z, logits, d)
@@ -171,27 +213,21 @@ func TestSolveWith(t *testing.T) {
 		require.NoError(t, got[b].Validate())
 		assert.GreaterOrEqual(t, energy(b, got[b]), energy(b, plain[b])-1e-9, "puzzle %d", b)
 	}
-	checkSerialAndEvaluate(t, net, z, d, got)
-}
-
-// solver is what Net and Ensemble share.
-type solver interface {
-	SolveWith(*Puzzles, Decoder) ([]perm.Perm, error)
-	EvaluateWith(*Puzzles, Decoder) (Metrics, error)
+	checkSerialAndEvaluate(t, single(net), z, d, got)
 }
 
 // checkSerialAndEvaluate checks that s decodes z with d to got on one
-// thread too, and that its EvaluateWith scores got.
-func checkSerialAndEvaluate(t *testing.T, s solver, z *Puzzles, d Decoder, got []perm.Perm) {
+// thread too, and that its Evaluate scores got.
+func checkSerialAndEvaluate(t *testing.T, s *Ensemble, z *jigsaw.Puzzles, d Decoder, got []perm.Perm) {
 	t.Helper()
 	prev := runtime.GOMAXPROCS(1)
-	one, err := s.SolveWith(z, d)
+	one, err := s.Solve(z, d)
 	runtime.GOMAXPROCS(prev)
 	require.NoError(t, err)
-	assert.Equal(t, got, one, "SolveWith depends on GOMAXPROCS")
-	m, err := s.EvaluateWith(z, d)
+	assert.Equal(t, got, one, "Solve depends on GOMAXPROCS")
+	m, err := s.Evaluate(z, d)
 	require.NoError(t, err)
-	want, err := ScoreAll(z, got)
+	want, err := jigsaw.ScoreAll(z, got)
 	require.NoError(t, err)
 	assert.Equal(t, want, m)
 }
@@ -200,9 +236,9 @@ func TestDecoderErrors(t *testing.T) {
 	net, z := refineNet(t, 1, 2)
 	plainCfg := tinyConfig()
 	plainCfg.P, plainCfg.Height, plainCfg.Width = 3, 9, 9
-	plain, err := New(plainCfg, 1)
+	plain, err := jigsaw.New(plainCfg, 1)
 	require.NoError(t, err)
-	_, err = plain.SolveWith(z, Decoder{Pairwise: 1})
+	_, err = Solve(plain, z, Decoder{Pairwise: 1})
 	assert.ErrorContains(t, err, "edge matching")
 	for _, d := range []Decoder{
 		{Pairwise: -1},
@@ -217,12 +253,12 @@ func TestDecoderErrors(t *testing.T) {
 		{Seam: math.NaN()},
 		{Seam: math.Inf(1)},
 	} {
-		_, err := net.SolveWith(z, d)
+		_, err := Solve(net, z, d)
 		assert.Error(t, err, "%+v", d)
 	}
-	_, err = net.SolveWith(nil, Decoder{Pairwise: 1})
+	_, err = Solve(net, nil, Decoder{Pairwise: 1})
 	assert.Error(t, err)
-	_, err = plain.SolveWith(z, Decoder{Seam: 1, Anneal: 10})
+	_, err = Solve(plain, z, Decoder{Seam: 1, Anneal: 10})
 	assert.NoError(t, err, "the seam term needs no edge matching")
 }
 
@@ -232,15 +268,15 @@ func TestDecoderErrors(t *testing.T) {
 // distances of the facing pixel columns and rows, read off the pieces.
 func TestPairTables(t *testing.T) {
 	net, z := refineNet(t, 2, 1)
-	gr := net.grid
+	gr := net.Grid()
 	nn2, ph, pw := gr.N(), gr.PieceH, gr.PieceW
 	ch, cv := make([]float64, nn2*nn2), make([]float64, nn2*nn2)
-	net.edgeTables(ch, cv, z.Scrambled)
+	edgeTables(net, ch, cv, z.Scrambled)
 	pix := func(i, y, x int) float64 { return z.Scrambled[i*gr.PieceSize()+y*pw+x] }
 	d := Decoder{Pairwise: 1.5, Seam: 0.7}
 	h, v := make([]float64, nn2*nn2), make([]float64, nn2*nn2)
 	h[0], v[0] = 99, 99 // stale values are overwritten
-	assert.Equal(t, 1.5, net.pairTables(h, v, z.Scrambled, d))
+	assert.Equal(t, 1.5, pairTables(net, h, v, z.Scrambled, d))
 	for i := range nn2 {
 		for j := range nn2 {
 			dh, dv := 0.0, 0.0
@@ -255,13 +291,13 @@ func TestPairTables(t *testing.T) {
 		}
 	}
 	hs, vs := make([]float64, nn2*nn2), make([]float64, nn2*nn2)
-	assert.Equal(t, 1.0, net.pairTables(hs, vs, z.Scrambled, Decoder{Seam: 0.7}))
+	assert.Equal(t, 1.0, pairTables(net, hs, vs, z.Scrambled, Decoder{Seam: 0.7}))
 	for k := range hs {
 		assert.InDelta(t, 1.5*h[k]-1.5*ch[k], hs[k], 1e-12, "without λ, no c (h %d)", k)
 		assert.InDelta(t, 1.5*v[k]-1.5*cv[k], vs[k], 1e-12, "without λ, no c (v %d)", k)
 	}
 	// Without μ the tables are exactly c, as before Seam existed.
-	assert.Equal(t, 2.0, net.pairTables(hs, vs, z.Scrambled, Decoder{Pairwise: 2}))
+	assert.Equal(t, 2.0, pairTables(net, hs, vs, z.Scrambled, Decoder{Pairwise: 2}))
 	assert.Equal(t, ch, hs)
 	assert.Equal(t, cv, vs)
 }
@@ -271,9 +307,9 @@ func TestPairTables(t *testing.T) {
 // places the pieces nearly at random, the seam term alone puts them back.
 func TestSeamSolvesSmoothImages(t *testing.T) {
 	net, z := smoothPuzzles(t, 40)
-	plain, err := net.EvaluateWith(z, Decoder{})
+	plain, err := Evaluate(net, z, Decoder{})
 	require.NoError(t, err)
-	seam, err := net.EvaluateWith(z, Decoder{Seam: 10, Anneal: 20000, Seed: 1})
+	seam, err := Evaluate(net, z, Decoder{Seam: 10, Anneal: 20000, Seed: 1})
 	require.NoError(t, err)
 	assert.Greater(t, plain.PropWrong, 0.5, "an untrained network should not solve the puzzles")
 	assert.Less(t, seam.PropWrong, 0.05, "the seam term should solve smooth puzzles")
@@ -287,14 +323,14 @@ func TestRestarts(t *testing.T) {
 	logits, err := net.LogitMatrices(z)
 	require.NoError(t, err)
 	d := Decoder{Pairwise: 2, Seam: 0.5, Anneal: 40, Seed: 3}
-	single, err := net.SolveWith(z, d)
+	single, err := Solve(net, z, d)
 	require.NoError(t, err)
 	d.Restarts = 1
-	one, err := net.SolveWith(z, d)
+	one, err := Solve(net, z, d)
 	require.NoError(t, err)
 	assert.Equal(t, single, one, "one restart is the single run")
 	d.Restarts = 6
-	many, err := net.SolveWith(z, d)
+	many, err := Solve(net, z, d)
 	require.NoError(t, err)
 	energy := energyOf(net, z, logits, d)
 	raised := 0
@@ -308,12 +344,12 @@ func TestRestarts(t *testing.T) {
 	}
 	assert.Positive(t, raised, "six short runs should beat one on some puzzle")
 	prev := runtime.GOMAXPROCS(1)
-	serial, err := net.SolveWith(z, d)
+	serial, err := Solve(net, z, d)
 	runtime.GOMAXPROCS(prev)
 	require.NoError(t, err)
 	assert.Equal(t, many, serial, "restarts depend on GOMAXPROCS")
 	for _, bad := range []Decoder{{Pairwise: 1, Anneal: 10, Restarts: -1}, {Pairwise: 1, Restarts: 2}} {
-		_, err := net.SolveWith(z, bad)
+		_, err := Solve(net, z, bad)
 		assert.Error(t, err, "%+v", bad)
 	}
 }
@@ -321,14 +357,14 @@ func TestRestarts(t *testing.T) {
 // smoothPuzzles returns n puzzles of smooth random 12 × 12 images (sums of
 // waves of 0.1 to 0.3 radians per pixel), whose true arrangement has the
 // smallest seams, and an untrained 3 × 3 network for them.
-func smoothPuzzles(t *testing.T, n int) (*Net, *Puzzles) {
+func smoothPuzzles(t *testing.T, n int) (*jigsaw.Net, *jigsaw.Puzzles) {
 	t.Helper()
 	cfg := tinyConfig()
 	cfg.P, cfg.Height, cfg.Width = 3, 12, 12
-	net, err := New(cfg, 1)
+	net, err := jigsaw.New(cfg, 1)
 	require.NoError(t, err)
 	rng := rand.New(rand.NewPCG(6, 6))
-	z, err := MakePuzzles(net.Grid(), smoothImages(rng, n), nil, rng)
+	z, err := jigsaw.MakePuzzles(net.Grid(), smoothImages(rng, n), nil, rng)
 	require.NoError(t, err)
 	return net, z
 }
@@ -363,9 +399,9 @@ func smoothImages(rng *rand.Rand, n int) []float64 {
 func TestSearchGap(t *testing.T) {
 	net, z := smoothPuzzles(t, 40)
 	d := Decoder{Seam: 10, Anneal: 20000, Seed: 1}
-	plain, err := net.SolveWith(z, Decoder{})
+	plain, err := Solve(net, z, Decoder{})
 	require.NoError(t, err)
-	g, err := net.SearchGap(z, plain, d)
+	g, err := SearchGap(net, z, plain, d)
 	require.NoError(t, err)
 	assert.Equal(t, 40, g.Puzzles)
 	assert.Equal(t, 40, g.Solved+g.SearchMisses+g.ScoreMisses)
@@ -373,57 +409,66 @@ func TestSearchGap(t *testing.T) {
 	assert.Positive(t, g.MeanShortfall)
 	assert.Less(t, g.MeanScore, g.MeanTrueScore)
 	plainScore := g.MeanScore
-	decoded, err := net.SolveWith(z, d)
+	decoded, err := Solve(net, z, d)
 	require.NoError(t, err)
-	g, err = net.SearchGap(z, decoded, d)
+	g, err = SearchGap(net, z, decoded, d)
 	require.NoError(t, err)
 	assert.Greater(t, g.MeanScore, plainScore, "annealing scores higher than M(g)")
 	// Annealing solves most; what it leaves is the score's fault, not the
 	// search's (an untrained network's logits can outweigh a smooth seam).
 	assert.GreaterOrEqual(t, g.Solved, 30, "%+v", g)
 	assert.LessOrEqual(t, g.SearchMisses, 2, "%+v", g)
-	truth, err := net.SearchGap(z, z.Perms, d)
+	truth, err := SearchGap(net, z, z.Perms, d)
 	require.NoError(t, err)
 	assert.Equal(t, truth.MeanTrueScore, truth.MeanScore)
 	assert.Equal(t, g.MeanTrueScore, truth.MeanScore)
 	truth.MeanScore, truth.MeanTrueScore = 0, 0
-	assert.Equal(t, SearchGap{Puzzles: 40, Solved: 40}, truth)
+	assert.Equal(t, Gap{Puzzles: 40, Solved: 40}, truth)
 
 	// White noise: the seam score has no reason to rank the truth first,
 	// and annealing finds arrangements it scores higher.
 	rng := rand.New(rand.NewPCG(8, 8))
-	noise, err := MakePuzzles(net.Grid(), randomImages(rng, 20, 1, 12, 12), nil, rng)
+	noise, err := jigsaw.MakePuzzles(net.Grid(), randomImages(rng, 20, 1, 12, 12), nil, rng)
 	require.NoError(t, err)
-	decoded, err = net.SolveWith(noise, d)
+	decoded, err = Solve(net, noise, d)
 	require.NoError(t, err)
-	g, err = net.SearchGap(noise, decoded, d)
+	g, err = SearchGap(net, noise, decoded, d)
 	require.NoError(t, err)
 	t.Logf("white noise: %+v", g)
 	assert.Greater(t, g.ScoreMisses, 15, "%+v", g)
 	assert.Less(t, g.Solved, 5, "%+v", g)
 
-	_, err = net.SearchGap(z, plain, Decoder{})
+	_, err = SearchGap(net, z, plain, Decoder{})
 	assert.ErrorContains(t, err, "no quadratic score")
-	_, err = net.SearchGap(z, plain[:3], d)
+	_, err = SearchGap(net, z, plain[:3], d)
 	assert.ErrorContains(t, err, "3 predictions for 40 puzzles")
 	bad := append([]perm.Perm(nil), plain...)
 	bad[2] = perm.Perm{0, 0, 1, 2, 3, 4, 5, 6, 7}
-	_, err = net.SearchGap(z, bad, d)
+	_, err = SearchGap(net, z, bad, d)
 	assert.ErrorContains(t, err, "prediction 2")
 	bad[2] = perm.Perm{0, 1}
-	_, err = net.SearchGap(z, bad, d)
+	_, err = SearchGap(net, z, bad, d)
 	assert.ErrorContains(t, err, "prediction 2 has 2 items")
 }
 
-func TestSolveWithOnePiece(t *testing.T) {
+func TestSolveOnePiece(t *testing.T) {
 	cfg := tinyConfig()
 	cfg.P, cfg.Height, cfg.Width, cfg.Refine = 1, 4, 4, 1
-	net, err := New(cfg, 1)
+	net, err := jigsaw.New(cfg, 1)
 	require.NoError(t, err)
 	rng := rand.New(rand.NewPCG(1, 1))
-	z, err := MakePuzzles(net.Grid(), randomImages(rng, 2, 1, 4, 4), nil, rng)
+	z, err := jigsaw.MakePuzzles(net.Grid(), randomImages(rng, 2, 1, 4, 4), nil, rng)
 	require.NoError(t, err)
-	got, err := net.SolveWith(z, Decoder{Pairwise: 1, Anneal: 10})
+	got, err := Solve(net, z, Decoder{Pairwise: 1, Anneal: 10})
 	require.NoError(t, err)
 	assert.Equal(t, []perm.Perm{{0}, {0}}, got)
+}
+
+// randomImages returns n images of c × h × w uniform values.
+func randomImages(rng *rand.Rand, n, c, h, w int) []float64 {
+	x := make([]float64, n*c*h*w)
+	for i := range x {
+		x[i] = rng.Float64()
+	}
+	return x
 }

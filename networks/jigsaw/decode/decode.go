@@ -1,4 +1,4 @@
-package jigsaw
+package decode
 
 import (
 	"errors"
@@ -8,13 +8,14 @@ import (
 	"runtime"
 	"sync"
 
+	"github.com/permlab/permlab/networks/jigsaw"
 	"github.com/permlab/permlab/perm"
 )
 
-// Decoder says how SolveWith turns the scores of a network into a hard
+// Decoder says how Solve turns the scores of a network into a hard
 // assignment. The zero value is the linear assignment M(g) of Solve.
 //
-// With Pairwise > 0 or Seam > 0, SolveWith maximises the quadratic score of
+// With Pairwise > 0 or Seam > 0, Solve maximises the quadratic score of
 // an arrangement σ (piece → position)
 //
 //	E(σ) = Σ_i g[i, σ(i)] + Σ_{q left of q'} w_h(at(q), at(q')) + Σ_{q above q'} w_v(at(q), at(q')),
@@ -35,7 +36,7 @@ import (
 // Unlike the bilinear c, D penalises ink that meets a blank edge.
 //
 // Maximising E is a quadratic assignment problem, NP-hard in general;
-// SolveWith starts from M(g), climbs by swapping pairs of pieces, then, with
+// Solve starts from M(g), climbs by swapping pairs of pieces, then, with
 // Anneal > 0, runs simulated annealing (Anneal proposals; four in five swap
 // two pieces, one in five shifts a random rectangle of pieces cyclically by
 // one place, which moves a misplaced block at once; the temperature falls
@@ -63,7 +64,7 @@ type Decoder struct {
 	// with the highest E wins (0 or 1: one run).
 	Restarts int `json:",omitempty"`
 	// Pair, if not nil, replaces the network's compatibilities c by fitted
-	// ones (Net.FitPairs); it needs Pairwise > 0, and then no edge
+	// ones (FitPairs); it needs Pairwise > 0, and then no edge
 	// matching. It is not part of the JSON form.
 	Pair *PairWeights `json:"-"`
 	// Critic, if not nil, reranks the arrangement the search ends with
@@ -77,7 +78,7 @@ type Decoder struct {
 	Seed uint64
 }
 
-// maxPuzzles bounds the puzzles of one SolveWith call, so that the annealing
+// maxPuzzles bounds the puzzles of one Solve call, so that the annealing
 // streams of different restarts never coincide.
 const maxPuzzles = 1 << 40
 
@@ -106,12 +107,12 @@ func (d Decoder) scale() float64 {
 }
 
 // checkDecoder validates d for n, fitted pair weights included.
-func (n *Net) checkDecoder(d Decoder) error {
-	if err := d.validate(n.cfg.Refine); err != nil {
+func checkDecoder(n *jigsaw.Net, d Decoder) error {
+	if err := d.validate(n.Config().Refine); err != nil {
 		return err
 	}
 	if d.Pair != nil {
-		return d.Pair.validate(n.grid)
+		return d.Pair.validate(n.Grid())
 	}
 	return nil
 }
@@ -124,7 +125,7 @@ func (d Decoder) validate(refine int) error {
 	case d.Pair != nil && d.Pairwise == 0:
 		return errors.New("fitted pair weights need a pairwise weight > 0")
 	case d.Pairwise > 0 && refine == 0 && d.Pair == nil:
-		return errors.New("a pairwise weight needs a network with edge matching (Config.Refine > 0)")
+		return errors.New("a pairwise weight needs a network with edge matching (jigsaw.Config.Refine > 0)")
 	case !(d.Seam >= 0) || math.IsInf(d.Seam, 0):
 		return fmt.Errorf("seam weight %v must be finite and >= 0", d.Seam)
 	case d.Anneal < 0:
@@ -145,27 +146,27 @@ func (d Decoder) validate(refine int) error {
 	return nil
 }
 
-// SolveWith returns a hard assignment of every puzzle of z, decoded as d
+// Solve returns network n's hard assignment of every puzzle of z, decoded as d
 // says: pred[b][i] is the predicted position of scrambled piece i of puzzle
 // b. The result does not depend on GOMAXPROCS.
-func (n *Net) SolveWith(z *Puzzles, d Decoder) ([]perm.Perm, error) {
-	return n.one().SolveWith(z, d)
+func Solve(n *jigsaw.Net, z *jigsaw.Puzzles, d Decoder) ([]perm.Perm, error) {
+	return single(n).Solve(z, d)
 }
 
-// one returns the ensemble of n alone.
-func (n *Net) one() *Ensemble { return &Ensemble{nets: []*Net{n}} }
+// single returns the ensemble of n alone.
+func single(n *jigsaw.Net) *Ensemble { return &Ensemble{nets: []*jigsaw.Net{n}} }
 
 // eachPuzzle calls fn(s, k) for k = 0, …, count−1 on up to GOMAXPROCS
 // goroutines, each with an arranger of its own. fn must write only what
 // belongs to k, so the result does not depend on GOMAXPROCS.
-func (n *Net) eachPuzzle(count int, fn func(s *arranger, k int)) {
+func eachPuzzle(p, count int, fn func(s *arranger, k int)) {
 	var wg sync.WaitGroup
 	workers := min(runtime.GOMAXPROCS(0), count)
 	for w := range workers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			s := newArranger(n.grid.P)
+			s := newArranger(p)
 			for k := w; k < count; k += workers {
 				fn(s, k)
 			}
@@ -175,27 +176,28 @@ func (n *Net) eachPuzzle(count int, fn func(s *arranger, k int)) {
 }
 
 // scrambledOf returns the scrambled pieces of puzzle b of z.
-func (n *Net) scrambledOf(z *Puzzles, b int) []float64 {
-	m := n.grid.N() * n.grid.PieceSize()
+func scrambledOf(z *jigsaw.Puzzles, b int) []float64 {
+	m := z.Grid.N() * z.Grid.PieceSize()
 	return z.Scrambled[b*m : (b+1)*m]
 }
 
-// EvaluateWith decodes every puzzle of z with d and averages the Metrics.
-func (n *Net) EvaluateWith(z *Puzzles, d Decoder) (Metrics, error) {
-	return n.one().EvaluateWith(z, d)
+// Evaluate decodes every puzzle of z with d and averages the Metrics.
+func Evaluate(n *jigsaw.Net, z *jigsaw.Puzzles, d Decoder) (jigsaw.Metrics, error) {
+	return single(n).Evaluate(z, d)
 }
 
 // edgeTables fills h[i*N+j], the compatibility c_h of piece j right of piece
 // i, and v[i*N+j], c_v of piece j below piece i, for the N scrambled pieces
 // of one puzzle (see Decoder).
-func (n *Net) edgeTables(h, v []float64, scrambled []float64) {
-	nn2 := n.grid.N()
-	st := strips(n.grid, scrambled, 1, n.cfg.edgeDepth())
+func edgeTables(n *jigsaw.Net, h, v []float64, scrambled []float64) {
+	nn2 := n.Grid().N()
+	st := jigsaw.Strips(n.Grid(), scrambled, 1, n.Config().StripDepth())
+	edges := n.Edges()
 	// em[d][i] = b_d(i)ᵀ M_d, the strip of piece i on side d through M_d.
 	var em [4][]float64
 	for d := range em {
 		w := st[d].Shape[2]
-		m := n.edges[d].Value.Data
+		m := edges[d]
 		em[d] = make([]float64, nn2*w)
 		for i := range nn2 {
 			out := em[d][i*w : (i+1)*w]
@@ -231,20 +233,20 @@ func (n *Net) edgeTables(h, v []float64, scrambled []float64) {
 // term the tables are exactly c and the arranger multiplies by λ, the
 // arithmetic of the decoder before Seam existed, so earlier results are
 // reproduced bit for bit.
-func (n *Net) pairTables(h, v []float64, scrambled []float64, d Decoder) (scale float64) {
+func pairTables(n *jigsaw.Net, h, v []float64, scrambled []float64, d Decoder) (scale float64) {
 	clear(h)
 	clear(v)
 	scale = d.scale()
 	mu := d.Seam / scale
 	switch {
 	case d.Pair != nil:
-		d.Pair.weightTables(n.grid, h, v, scrambled)
+		d.Pair.weightTables(n.Grid(), h, v, scrambled)
 	case d.Pairwise > 0:
-		n.edgeTables(h, v, scrambled)
+		edgeTables(n, h, v, scrambled)
 	}
 	if d.Seam > 0 {
-		nn2 := n.grid.N()
-		st := strips(n.grid, scrambled, 1, 1)
+		nn2 := n.Grid().N()
+		st := jigsaw.Strips(n.Grid(), scrambled, 1, 1)
 		// dist returns D between side a of piece i and side a^1 of piece j.
 		dist := func(a, i, j int) float64 {
 			w := st[a].Shape[2]
@@ -275,7 +277,7 @@ type arranger struct {
 	best, tmp []int
 	start     []int     // the climbed M(g), where every restart begins
 	won       []int     // the best arrangement over the restarts
-	margin    []float64 // scratch unary scores of Net.FitPairs
+	margin    []float64 // scratch unary scores of FitPairs
 	eh, ev    []float64 // scratch tables of the other networks of an Ensemble
 	weighted  []float64 // the weighted logits and border terms (unaryScores)
 	pieces    []float64 // scratch pieces in position order (Ensemble.rerank)
@@ -286,7 +288,7 @@ type arranger struct {
 // logits (PairWeights.Unary not 0 or 1) or scores the puzzle's border
 // (PairWeights.Border), g times that weight plus the border terms, in a
 // buffer of s.
-func (s *arranger) unaryScores(g []float64, w *PairWeights, grid Grid, scrambled []float64) []float64 {
+func (s *arranger) unaryScores(g []float64, w *PairWeights, grid jigsaw.Grid, scrambled []float64) []float64 {
 	a := w.unary()
 	if a == 1 && (w == nil || w.Border == nil) {
 		return g
@@ -491,8 +493,8 @@ func (s *arranger) shiftBlock(rng *rand.Rand) {
 }
 
 // SearchGap splits the puzzles that a quadratic decoder gets wrong by whose
-// fault it is: the search's or the score's. See Net.SearchGap.
-type SearchGap struct {
+// fault it is: the search's or the score's. See SearchGap.
+type Gap struct {
 	// Puzzles is the number of puzzles compared.
 	Puzzles int `json:"puzzles"`
 	// Solved counts the puzzles whose decoded image is the true one
@@ -518,42 +520,42 @@ type SearchGap struct {
 
 // SearchGap compares, for every puzzle of z, the quadratic score E of d (see
 // Decoder; with a critic, E + CriticWeight·D) at the arrangement preds[b]
-// (piece → position, as SolveWith returns) with that at the true one,
+// (piece → position, as Solve returns) with that at the true one,
 // z.Perms[b]. A decoded arrangement that
 // scores below the truth is a failure of the search; one that scores at
 // least as high, yet is wrong, is a failure of the score, which more search
 // cannot mend. Scores within 1e-9 of each other (relative) count as equal.
-func (n *Net) SearchGap(z *Puzzles, preds []perm.Perm, d Decoder) (SearchGap, error) {
-	return n.one().SearchGap(z, preds, d)
+func SearchGap(n *jigsaw.Net, z *jigsaw.Puzzles, preds []perm.Perm, d Decoder) (Gap, error) {
+	return single(n).SearchGap(z, preds, d)
 }
 
-func (e *Ensemble) searchGap(z *Puzzles, preds []perm.Perm, d Decoder) (SearchGap, error) {
+func (e *Ensemble) searchGap(z *jigsaw.Puzzles, preds []perm.Perm, d Decoder) (Gap, error) {
 	if err := e.check(d); err != nil {
-		return SearchGap{}, err
+		return Gap{}, err
 	}
 	if d.Pairwise == 0 && d.Seam == 0 && d.Critic == nil {
-		return SearchGap{}, errors.New("the decoder has no quadratic score (Pairwise and Seam are 0) and no critic")
+		return Gap{}, errors.New("the decoder has no quadratic score (Pairwise and Seam are 0) and no critic")
 	}
 	if len(preds) != z.Len() {
-		return SearchGap{}, fmt.Errorf("%d predictions for %d puzzles", len(preds), z.Len())
+		return Gap{}, fmt.Errorf("%d predictions for %d puzzles", len(preds), z.Len())
 	}
 	n := e.nets[0]
-	nn2, ps := n.grid.N(), n.grid.PieceSize()
+	nn2, ps := n.Grid().N(), n.Grid().PieceSize()
 	for b, p := range preds {
 		if len(p) != nn2 {
-			return SearchGap{}, fmt.Errorf("prediction %d has %d items, want %d", b, len(p), nn2)
+			return Gap{}, fmt.Errorf("prediction %d has %d items, want %d", b, len(p), nn2)
 		}
 		if err := p.Validate(); err != nil {
-			return SearchGap{}, fmt.Errorf("prediction %d: %w", b, err)
+			return Gap{}, fmt.Errorf("prediction %d: %w", b, err)
 		}
 	}
 	logits, err := e.logits(z)
 	if err != nil {
-		return SearchGap{}, err
+		return Gap{}, err
 	}
 	// decoded[b] and truth[b] are E at the two arrangements.
 	decoded, truth := make([]float64, len(preds)), make([]float64, len(preds))
-	n.eachPuzzle(len(preds), func(s *arranger, b int) {
+	eachPuzzle(n.Grid().P, len(preds), func(s *arranger, b int) {
 		e.setScore(s, z, b, logits[b], d)
 		s.place(preds[b])
 		decoded[b] = s.energy()
@@ -567,20 +569,20 @@ func (e *Ensemble) searchGap(z *Puzzles, preds []perm.Perm, d Decoder) (SearchGa
 		}{{preds, decoded}, {z.Perms, truth}} {
 			w, err := criticTerms(z, at.preds, d)
 			if err != nil {
-				return SearchGap{}, err
+				return Gap{}, err
 			}
 			for b := range w {
 				at.score[b] += w[b]
 			}
 		}
 	}
-	g := SearchGap{Puzzles: len(preds)}
+	g := Gap{Puzzles: len(preds)}
 	for b, p := range preds {
 		g.MeanScore += decoded[b] / float64(len(preds))
 		g.MeanTrueScore += truth[b] / float64(len(preds))
-		m, err := Score(p, z.Perms[b], z.Pieces[b*nn2*ps:(b+1)*nn2*ps], ps)
+		m, err := jigsaw.Score(p, z.Perms[b], z.Pieces[b*nn2*ps:(b+1)*nn2*ps], ps)
 		if err != nil {
-			return SearchGap{}, fmt.Errorf("puzzle %d: %w", b, err)
+			return Gap{}, fmt.Errorf("puzzle %d: %w", b, err)
 		}
 		tol := 1e-9 * max(1, math.Abs(truth[b]))
 		switch {

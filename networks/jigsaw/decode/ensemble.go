@@ -1,4 +1,4 @@
-package jigsaw
+package decode
 
 import (
 	"errors"
@@ -6,6 +6,7 @@ import (
 
 	"gonum.org/v1/gonum/mat"
 
+	"github.com/permlab/permlab/networks/jigsaw"
 	"github.com/permlab/permlab/perm"
 	"github.com/permlab/permlab/relax"
 )
@@ -23,34 +24,34 @@ import (
 // linear assignment of the ensemble, M(ḡ), maximises the mean of the
 // networks' linear scores.
 //
-// An ensemble of one network decodes exactly as that network's SolveWith.
+// An ensemble of one network decodes exactly as that network's Solve.
 type Ensemble struct {
-	nets []*Net
+	nets []*jigsaw.Net
 }
 
 // NewEnsemble returns the ensemble of nets. They must cut the same grid
 // (pieces per side, crop, image size and channels). It is an error to pass
 // no network.
-func NewEnsemble(nets ...*Net) (*Ensemble, error) {
+func NewEnsemble(nets ...*jigsaw.Net) (*Ensemble, error) {
 	if len(nets) == 0 {
-		return nil, errors.New("jigsaw: NewEnsemble: no networks")
+		return nil, errors.New("decode: NewEnsemble: no networks")
 	}
 	for k, n := range nets {
 		if n == nil {
-			return nil, fmt.Errorf("jigsaw: NewEnsemble: network %d is nil", k)
+			return nil, fmt.Errorf("decode: NewEnsemble: network %d is nil", k)
 		}
-		if n.grid != nets[0].grid {
-			return nil, fmt.Errorf("jigsaw: NewEnsemble: network %d cuts %+v, network 0 cuts %+v", k, n.grid, nets[0].grid)
+		if n.Grid() != nets[0].Grid() {
+			return nil, fmt.Errorf("decode: NewEnsemble: network %d cuts %+v, network 0 cuts %+v", k, n.Grid(), nets[0].Grid())
 		}
 	}
-	return &Ensemble{nets: append([]*Net(nil), nets...)}, nil
+	return &Ensemble{nets: append([]*jigsaw.Net(nil), nets...)}, nil
 }
 
 // Len returns the number of networks.
 func (e *Ensemble) Len() int { return len(e.nets) }
 
 // Grid returns the grid the networks cut.
-func (e *Ensemble) Grid() Grid { return e.nets[0].grid }
+func (e *Ensemble) Grid() jigsaw.Grid { return e.nets[0].Grid() }
 
 // check validates d for every network. Fitted pair weights belong to one
 // network, so an ensemble of more than one refuses them.
@@ -62,7 +63,7 @@ func (e *Ensemble) check(d Decoder) error {
 		return errors.New("fitted pair weights belong to one network; an ensemble of several decodes with the networks' own compatibilities")
 	}
 	for k, n := range e.nets {
-		if err := n.checkDecoder(d); err != nil {
+		if err := checkDecoder(n, d); err != nil {
 			if len(e.nets) > 1 {
 				return fmt.Errorf("network %d: %w", k, err)
 			}
@@ -73,7 +74,7 @@ func (e *Ensemble) check(d Decoder) error {
 }
 
 // logits returns the mean logits ḡ of every puzzle of z.
-func (e *Ensemble) logits(z *Puzzles) ([]*mat.Dense, error) {
+func (e *Ensemble) logits(z *jigsaw.Puzzles) ([]*mat.Dense, error) {
 	mean, err := e.nets[0].LogitMatrices(z)
 	if err != nil || len(e.nets) == 1 {
 		return mean, err
@@ -95,7 +96,7 @@ func (e *Ensemble) logits(z *Puzzles) ([]*mat.Dense, error) {
 
 // logitsAndMatching returns ḡ of every puzzle of z and its linear
 // assignments M(ḡ).
-func (e *Ensemble) logitsAndMatching(z *Puzzles) ([]*mat.Dense, []perm.Perm, error) {
+func (e *Ensemble) logitsAndMatching(z *jigsaw.Puzzles) ([]*mat.Dense, []perm.Perm, error) {
 	logits, err := e.logits(z)
 	if err != nil {
 		return nil, nil, err
@@ -118,7 +119,7 @@ func (e *Ensemble) logitsAndMatching(z *Puzzles) ([]*mat.Dense, []perm.Perm, err
 // next to the annealing's hundreds of thousands of proposals, and change
 // the last bits of the tables.
 func (e *Ensemble) pairTables(s *arranger, scrambled []float64, d Decoder) {
-	e.nets[0].pairTables(s.h, s.v, scrambled, d)
+	pairTables(e.nets[0], s.h, s.v, scrambled, d)
 	if len(e.nets) == 1 {
 		return
 	}
@@ -126,7 +127,7 @@ func (e *Ensemble) pairTables(s *arranger, scrambled []float64, d Decoder) {
 		s.eh, s.ev = make([]float64, len(s.h)), make([]float64, len(s.v))
 	}
 	for _, n := range e.nets[1:] {
-		n.pairTables(s.eh, s.ev, scrambled, d)
+		pairTables(n, s.eh, s.ev, scrambled, d)
 		for k := range s.h {
 			s.h[k] += s.eh[k]
 			s.v[k] += s.ev[k]
@@ -141,26 +142,26 @@ func (e *Ensemble) pairTables(s *arranger, scrambled []float64, d Decoder) {
 
 // setScore makes s score puzzle b of z as d says, with g its mean logits:
 // the networks' mean tables, the unary scores and their scale.
-func (e *Ensemble) setScore(s *arranger, z *Puzzles, b int, g *mat.Dense, d Decoder) {
+func (e *Ensemble) setScore(s *arranger, z *jigsaw.Puzzles, b int, g *mat.Dense, d Decoder) {
 	n := e.nets[0]
-	scr := n.scrambledOf(z, b)
+	scr := scrambledOf(z, b)
 	e.pairTables(s, scr, d)
-	s.u, s.lam = s.unaryScores(g.RawMatrix().Data, d.Pair, n.grid, scr), d.scale()
+	s.u, s.lam = s.unaryScores(g.RawMatrix().Data, d.Pair, n.Grid(), scr), d.scale()
 }
 
-// SolveWith returns a hard assignment of every puzzle of z under the mean
-// score of the networks, decoded as d says (see Decoder and Net.SolveWith):
+// Solve returns a hard assignment of every puzzle of z under the mean
+// score of the networks, decoded as d says (see Decoder and Solve):
 // pred[b][i] is the predicted position of scrambled piece i of puzzle b.
 // The result does not depend on GOMAXPROCS.
-func (e *Ensemble) SolveWith(z *Puzzles, d Decoder) ([]perm.Perm, error) {
+func (e *Ensemble) Solve(z *jigsaw.Puzzles, d Decoder) ([]perm.Perm, error) {
 	preds, err := e.solve(z, d)
 	if err != nil {
-		return nil, fmt.Errorf("jigsaw: SolveWith: %w", err)
+		return nil, fmt.Errorf("decode: Solve: %w", err)
 	}
 	return preds, nil
 }
 
-func (e *Ensemble) solve(z *Puzzles, d Decoder) ([]perm.Perm, error) {
+func (e *Ensemble) solve(z *jigsaw.Puzzles, d Decoder) ([]perm.Perm, error) {
 	if err := e.check(d); err != nil {
 		return nil, err
 	}
@@ -173,7 +174,7 @@ func (e *Ensemble) solve(z *Puzzles, d Decoder) ([]perm.Perm, error) {
 	}
 	if d.Pairwise != 0 || d.Seam != 0 {
 		n := e.nets[0]
-		n.eachPuzzle(len(preds), func(s *arranger, b int) {
+		eachPuzzle(n.Grid().P, len(preds), func(s *arranger, b int) {
 			e.setScore(s, z, b, logits[b], d)
 			s.decode(preds[b], s.u, d, uint64(b))
 		})
@@ -186,20 +187,20 @@ func (e *Ensemble) solve(z *Puzzles, d Decoder) ([]perm.Perm, error) {
 	return preds, nil
 }
 
-// EvaluateWith decodes every puzzle of z with d and averages the Metrics.
-func (e *Ensemble) EvaluateWith(z *Puzzles, d Decoder) (Metrics, error) {
-	preds, err := e.SolveWith(z, d)
+// Evaluate decodes every puzzle of z with d and averages the Metrics.
+func (e *Ensemble) Evaluate(z *jigsaw.Puzzles, d Decoder) (jigsaw.Metrics, error) {
+	preds, err := e.Solve(z, d)
 	if err != nil {
-		return Metrics{}, err
+		return jigsaw.Metrics{}, err
 	}
-	return ScoreAll(z, preds)
+	return jigsaw.ScoreAll(z, preds)
 }
 
-// SearchGap is Net.SearchGap for the mean score of the networks.
-func (e *Ensemble) SearchGap(z *Puzzles, preds []perm.Perm, d Decoder) (SearchGap, error) {
+// SearchGap is the function SearchGap for the mean score of the networks.
+func (e *Ensemble) SearchGap(z *jigsaw.Puzzles, preds []perm.Perm, d Decoder) (Gap, error) {
 	g, err := e.searchGap(z, preds, d)
 	if err != nil {
-		return SearchGap{}, fmt.Errorf("jigsaw: SearchGap: %w", err)
+		return Gap{}, fmt.Errorf("decode: SearchGap: %w", err)
 	}
 	return g, nil
 }

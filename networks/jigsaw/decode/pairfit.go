@@ -1,4 +1,4 @@
-package jigsaw
+package decode
 
 import (
 	"bytes"
@@ -11,29 +11,30 @@ import (
 
 	"github.com/permlab/permlab/ad"
 	"github.com/permlab/permlab/ad/optim"
+	"github.com/permlab/permlab/networks/jigsaw"
 	"github.com/permlab/permlab/perm"
 	"github.com/permlab/permlab/relax"
 )
 
 // PairWeights are compatibility matrices for the decoder fitted to its hard
-// score (Net.FitPairs), in place of the network's own: with b_d(i) the
+// score (FitPairs), in place of the network's own: with b_d(i) the
 // border strip of piece i on side d, of depth Depth,
 //
 //	c_h(i, j) = b_right(i)ᵀ H b_left(j),   c_v(i, j) = b_bottom(i)ᵀ V b_top(j),
 //
 // for piece j right of (below) piece i. The network's compatibilities are
 // of this form with H = M_right + M_leftᵀ and V = M_bottom + M_topᵀ
-// (Net.PairWeights).
+// (NetPairWeights).
 //
 // Unary, when neither 0 nor 1, weighs the network's logits too: the decoder
 // scores E(σ) = Unary·Σ_i g[i, σ(i)] + the pairwise terms (see Decoder).
-// Net.FitPairs fits it with FitConfig.FitUnary; 0 stands for 1, the weight
-// of Net.PairWeights and of files of version 1.
+// FitPairs fits it with FitConfig.FitUnary; 0 stands for 1, the weight
+// of NetPairWeights and of files of version 1.
 //
 // Border, when not nil, scores the sides of the puzzle too: a piece i at a
 // position on the puzzle's side d (0 top, 1 bottom, 2 left, 3 right; a
 // corner is on two) adds Border[d]ᵀ b_d(i) to E, its strip on that side
-// through a fitted vector (Net.FitPairs with FitConfig.FitBorder). The
+// through a fitted vector (FitPairs with FitConfig.FitBorder). The
 // bilinear c cannot say that a piece whose edge is blank belongs on the
 // puzzle's border, since a blank strip scores 0 against any neighbour;
 // these terms can.
@@ -77,12 +78,12 @@ func onSide(p, q, d int) bool {
 // addBorder adds the border terms of w to the unary scores u (u[i*N+q] for
 // scrambled piece i at position q) of the puzzle whose scrambled pieces are
 // scrambled (nothing without w.Border).
-func (w *PairWeights) addBorder(g Grid, u, scrambled []float64) {
+func (w *PairWeights) addBorder(g jigsaw.Grid, u, scrambled []float64) {
 	if w == nil || w.Border == nil {
 		return
 	}
 	nn2 := g.N()
-	st := strips(g, scrambled, 1, w.Depth)
+	st := jigsaw.Strips(g, scrambled, 1, w.Depth)
 	for d, beta := range w.Border {
 		l := len(beta)
 		for i := range nn2 {
@@ -125,12 +126,12 @@ func (w *PairWeights) unary() float64 {
 }
 
 // validate checks w against the pieces of grid g.
-func (w *PairWeights) validate(g Grid) error {
+func (w *PairWeights) validate(g jigsaw.Grid) error {
 	switch {
 	case w.Depth < 1 || w.Depth > min(g.PieceH, g.PieceW):
 		return fmt.Errorf("pair weights: strip depth %d for %d × %d pieces", w.Depth, g.PieceH, g.PieceW)
-	case w.LenH != stripLen(g, w.Depth, 2) || w.LenV != stripLen(g, w.Depth, 0):
-		return fmt.Errorf("pair weights: strips of %d and %d values, the pieces give %d and %d", w.LenH, w.LenV, stripLen(g, w.Depth, 2), stripLen(g, w.Depth, 0))
+	case w.LenH != jigsaw.StripLen(g, w.Depth, 2) || w.LenV != jigsaw.StripLen(g, w.Depth, 0):
+		return fmt.Errorf("pair weights: strips of %d and %d values, the pieces give %d and %d", w.LenH, w.LenV, jigsaw.StripLen(g, w.Depth, 2), jigsaw.StripLen(g, w.Depth, 0))
 	case len(w.H) != w.LenH*w.LenH || len(w.V) != w.LenV*w.LenV:
 		return fmt.Errorf("pair weights: %d and %d matrix entries, want %d and %d", len(w.H), len(w.V), w.LenH*w.LenH, w.LenV*w.LenV)
 	case !(w.Unary >= 0) || math.IsInf(w.Unary, 0):
@@ -165,31 +166,32 @@ func (w *PairWeights) validate(g Grid) error {
 // (H = M_right + M_leftᵀ, V = M_bottom + M_topᵀ): decoding with them
 // scores every arrangement as decoding without them does, up to rounding.
 // It needs a network with edge matching (Config.Refine > 0).
-func (n *Net) PairWeights() (*PairWeights, error) {
-	if n.cfg.Refine == 0 {
-		return nil, errors.New("jigsaw: PairWeights: the network has no edge matching (Config.Refine = 0)")
+func NetPairWeights(n *jigsaw.Net) (*PairWeights, error) {
+	if n.Config().Refine == 0 {
+		return nil, errors.New("decode: NetPairWeights: the network has no edge matching (jigsaw.Config.Refine = 0)")
 	}
-	depth := n.cfg.edgeDepth()
-	w := &PairWeights{Depth: depth, LenH: stripLen(n.grid, depth, 2), LenV: stripLen(n.grid, depth, 0)}
-	sum := func(a, b *ad.Param, l int) []float64 {
+	depth := n.Config().StripDepth()
+	w := &PairWeights{Depth: depth, LenH: jigsaw.StripLen(n.Grid(), depth, 2), LenV: jigsaw.StripLen(n.Grid(), depth, 0)}
+	edges := n.Edges()
+	sum := func(a, b []float64, l int) []float64 {
 		out := make([]float64, l*l)
 		for r := range l {
 			for c := range l {
-				out[r*l+c] = a.Value.Data[r*l+c] + b.Value.Data[c*l+r]
+				out[r*l+c] = a[r*l+c] + b[c*l+r]
 			}
 		}
 		return out
 	}
-	w.H = sum(n.edges[3], n.edges[2], w.LenH)
-	w.V = sum(n.edges[1], n.edges[0], w.LenV)
+	w.H = sum(edges[3], edges[2], w.LenH)
+	w.V = sum(edges[1], edges[0], w.LenV)
 	return w, nil
 }
 
 // weightTables fills h and v with c_h and c_v of w for the pieces of one
 // scrambled puzzle.
-func (w *PairWeights) weightTables(g Grid, h, v, scrambled []float64) {
+func (w *PairWeights) weightTables(g jigsaw.Grid, h, v, scrambled []float64) {
 	nn2 := g.N()
-	st := strips(g, scrambled, 1, w.Depth)
+	st := jigsaw.Strips(g, scrambled, 1, w.Depth)
 	fill := func(dst []float64, m []float64, from, to *ad.Tensor, l int) {
 		// a[i] = b_from(i)ᵀ m.
 		a := make([]float64, nn2*l)
@@ -216,7 +218,7 @@ func (w *PairWeights) weightTables(g Grid, h, v, scrambled []float64) {
 	fill(v, w.V, st[1], st[0], w.LenV)
 }
 
-// FitConfig says how Net.FitPairs fits PairWeights.
+// FitConfig says how FitPairs fits PairWeights.
 type FitConfig struct {
 	// Epochs is the number of passes over the puzzles.
 	Epochs int
@@ -248,7 +250,7 @@ type FitConfig struct {
 	Depth int `json:",omitempty"`
 }
 
-// Margin names the loss Δ(σ, σ*) that Net.FitPairs adds to the score of a
+// Margin names the loss Δ(σ, σ*) that FitPairs adds to the score of a
 // wrong arrangement σ.
 type Margin string
 
@@ -283,7 +285,7 @@ func (c FitConfig) validate() error {
 	return nil
 }
 
-// FitProgress reports one epoch of Net.FitPairs: the mean structured hinge
+// FitProgress reports one epoch of FitPairs: the mean structured hinge
 // loss over its puzzles (see FitPairs) and the share of puzzles whose
 // loss-augmented decoding returned the truth (hinge 0).
 type FitProgress struct {
@@ -302,7 +304,7 @@ type FitProgress struct {
 
 // FitPairs fits the compatibility matrices of the decoder d to its hard
 // score on the puzzles z, starting from start (nil: the network's own,
-// Net.PairWeights), and returns them; the network itself is not changed.
+// NetPairWeights), and returns them; the network itself is not changed.
 // It minimises the structured hinge loss (margin rescaling)
 //
 //	ℓ(H, V) = mean over puzzles of max_σ [E(σ) + Δ(σ, σ*)] − E(σ*),
@@ -310,7 +312,7 @@ type FitProgress struct {
 // with E the score of d with c from H and V (see Decoder), σ* the true
 // arrangement and Δ the loss of fc.Margin: by default the number of
 // positions whose piece differs, in its pixels, from the true one
-// (identical pieces may trade places). The max is searched as SolveWith
+// (identical pieces may trade places). The max is searched as Solve
 // searches E, with Δ added to the logits and fc.Anneal proposals; where the
 // search ends below E(σ*) the puzzle counts as at the truth. Its
 // subgradient is λ times the difference of the strip outer products
@@ -322,39 +324,39 @@ type FitProgress struct {
 // visited in an order shuffled by fc.Seed; each decoding has its own
 // random stream, so the result does not depend on GOMAXPROCS. progress,
 // if not nil, is called after every epoch.
-func (n *Net) FitPairs(z *Puzzles, d Decoder, start *PairWeights, fc FitConfig, progress func(FitProgress)) (*PairWeights, error) {
+func FitPairs(n *jigsaw.Net, z *jigsaw.Puzzles, d Decoder, start *PairWeights, fc FitConfig, progress func(FitProgress)) (*PairWeights, error) {
 	if err := fc.validate(); err != nil {
-		return nil, fmt.Errorf("jigsaw: FitPairs: %w", err)
+		return nil, fmt.Errorf("decode: FitPairs: %w", err)
 	}
 	if d.Pairwise <= 0 {
-		return nil, errors.New("jigsaw: FitPairs: the decoder needs a pairwise weight > 0")
+		return nil, errors.New("decode: FitPairs: the decoder needs a pairwise weight > 0")
 	}
 	if start == nil {
 		var err error
-		if start, err = n.PairWeights(); err != nil {
-			return nil, fmt.Errorf("jigsaw: FitPairs: %w", err)
+		if start, err = NetPairWeights(n); err != nil {
+			return nil, fmt.Errorf("decode: FitPairs: %w", err)
 		}
 	}
 	d.Pair, d.Anneal, d.Restarts = start, fc.Anneal, 0
-	if err := n.checkDecoder(d); err != nil {
-		return nil, fmt.Errorf("jigsaw: FitPairs: %w", err)
+	if err := checkDecoder(n, d); err != nil {
+		return nil, fmt.Errorf("decode: FitPairs: %w", err)
 	}
 	if fc.Depth != 0 && fc.Depth != start.Depth {
 		if fc.Depth < start.Depth {
-			return nil, fmt.Errorf("jigsaw: FitPairs: strip depth %d below the start's %d", fc.Depth, start.Depth)
+			return nil, fmt.Errorf("decode: FitPairs: strip depth %d below the start's %d", fc.Depth, start.Depth)
 		}
-		start = start.deepen(n.grid, fc.Depth)
+		start = start.deepen(n.Grid(), fc.Depth)
 		d.Pair = start
-		if err := n.checkDecoder(d); err != nil {
-			return nil, fmt.Errorf("jigsaw: FitPairs: %w", err)
+		if err := checkDecoder(n, d); err != nil {
+			return nil, fmt.Errorf("decode: FitPairs: %w", err)
 		}
 	}
 	if z.Len() == 0 || z.Len() >= maxPuzzles {
-		return nil, fmt.Errorf("jigsaw: FitPairs: %d puzzles, want 1 to %d", z.Len(), maxPuzzles-1)
+		return nil, fmt.Errorf("decode: FitPairs: %d puzzles, want 1 to %d", z.Len(), maxPuzzles-1)
 	}
-	logits, inits, err := n.one().logitsAndMatching(z)
+	logits, inits, err := single(n).logitsAndMatching(z)
 	if err != nil {
-		return nil, fmt.Errorf("jigsaw: FitPairs: %w", err)
+		return nil, fmt.Errorf("decode: FitPairs: %w", err)
 	}
 	w := &PairWeights{Depth: start.Depth, LenH: start.LenH, LenV: start.LenV,
 		H: append([]float64(nil), start.H...), V: append([]float64(nil), start.V...), Unary: start.Unary}
@@ -378,7 +380,7 @@ func (n *Net) FitPairs(z *Puzzles, d Decoder, start *PairWeights, fc FitConfig, 
 	var pb []*ad.Param
 	if fc.FitBorder {
 		for d, beta := range w.Border {
-			pb = append(pb, ad.NewParam("pair.border."+edgeNames[d], &ad.Tensor{Shape: []int{len(beta)}, Data: beta}))
+			pb = append(pb, ad.NewParam("pair.border."+sideNames[d], &ad.Tensor{Shape: []int{len(beta)}, Data: beta}))
 		}
 		params = append(params, pb...)
 	}
@@ -389,7 +391,7 @@ func (n *Net) FitPairs(z *Puzzles, d Decoder, start *PairWeights, fc FitConfig, 
 	var pixScale float64 // 1 / the mean l1 distance of a differing pair (MarginPixels)
 	if fc.Margin == MarginPixels {
 		if pixScale, err = pixelMarginScale(z); err != nil {
-			return nil, fmt.Errorf("jigsaw: FitPairs: %w", err)
+			return nil, fmt.Errorf("decode: FitPairs: %w", err)
 		}
 	}
 	d.Pair = w
@@ -416,11 +418,11 @@ func (n *Net) FitPairs(z *Puzzles, d Decoder, start *PairWeights, fc FitConfig, 
 		for b0 := 0; b0 < len(order); b0 += fc.Batch {
 			batch := order[b0:min(b0+fc.Batch, len(order))]
 			res := make([]result, len(batch))
-			n.eachPuzzle(len(batch), func(s *arranger, t int) {
+			eachPuzzle(n.Grid().P, len(batch), func(s *arranger, t int) {
 				b := batch[t]
-				scr := n.scrambledOf(z, b)
-				n.pairTables(s.h, s.v, scr, d)
-				g := s.unaryScores(logits[b].RawMatrix().Data, w, n.grid, scr)
+				scr := scrambledOf(z, b)
+				pairTables(n, s.h, s.v, scr, d)
+				g := s.unaryScores(logits[b].RawMatrix().Data, w, n.Grid(), scr)
 				// Loss augmentation: Δ's share of every (piece, position)
 				// pair added to its unary score.
 				u := s.margin
@@ -443,16 +445,16 @@ func (n *Net) FitPairs(z *Puzzles, d Decoder, start *PairWeights, fc FitConfig, 
 					r.truth = true
 				} else {
 					r.hinge = aug - truthE
-					st := strips(n.grid, scr, 1, w.Depth)
-					outer(r.gh, r.gv, n.grid.P, pred, st, d.Pairwise)
-					outer(r.gh, r.gv, n.grid.P, z.Perms[b], st, -d.Pairwise)
+					st := jigsaw.Strips(n.Grid(), scr, 1, w.Depth)
+					outer(r.gh, r.gv, n.Grid().P, pred, st, d.Pairwise)
+					outer(r.gh, r.gv, n.Grid().P, z.Perms[b], st, -d.Pairwise)
 					if pb != nil {
 						r.gb = make([][]float64, len(pb))
 						for k, p := range pb {
 							r.gb[k] = make([]float64, len(p.Value.Data))
 						}
-						borderFeatures(r.gb, n.grid.P, pred, st, 1)
-						borderFeatures(r.gb, n.grid.P, z.Perms[b], st, -1)
+						borderFeatures(r.gb, n.Grid().P, pred, st, 1)
+						borderFeatures(r.gb, n.Grid().P, z.Perms[b], st, -1)
 					}
 					if pu != nil {
 						// Both are permutations of N, so Objective cannot fail.
@@ -488,11 +490,11 @@ func (n *Net) FitPairs(z *Puzzles, d Decoder, start *PairWeights, fc FitConfig, 
 				}
 			}
 			if err := opt.Step(fc.LR); err != nil {
-				return nil, fmt.Errorf("jigsaw: FitPairs: %w", err)
+				return nil, fmt.Errorf("decode: FitPairs: %w", err)
 			}
 			if pu != nil {
 				if w.Unary = pu.Value.Data[0]; !(w.Unary > 0) {
-					return nil, fmt.Errorf("jigsaw: FitPairs: the weight of the logits fell to %v; a smaller learning rate may help", w.Unary)
+					return nil, fmt.Errorf("decode: FitPairs: the weight of the logits fell to %v; a smaller learning rate may help", w.Unary)
 				}
 			}
 			steps++
@@ -514,8 +516,8 @@ func (n *Net) FitPairs(z *Puzzles, d Decoder, start *PairWeights, fc FitConfig, 
 			progress(fp)
 		}
 	}
-	if err := w.validate(n.grid); err != nil {
-		return nil, fmt.Errorf("jigsaw: FitPairs: the fit diverged: %w", err)
+	if err := w.validate(n.Grid()); err != nil {
+		return nil, fmt.Errorf("decode: FitPairs: the fit diverged: %w", err)
 	}
 	return w, nil
 }
@@ -523,7 +525,7 @@ func (n *Net) FitPairs(z *Puzzles, d Decoder, start *PairWeights, fc FitConfig, 
 // addMargin adds to the unary scores u (u[i*N+q] for scrambled piece i at
 // position q) of puzzle b of z one for every position q whose true piece
 // differs in its pixels from piece i.
-func addMargin(u []float64, z *Puzzles, b int) {
+func addMargin(u []float64, z *jigsaw.Puzzles, b int) {
 	eachPiecePair(z, b, func(k int, piece, truth []float64) {
 		for m, x := range piece {
 			if x != truth[m] {
@@ -537,7 +539,7 @@ func addMargin(u []float64, z *Puzzles, b int) {
 // eachPiecePair calls fn for every scrambled piece i and position q of
 // puzzle b of z with k = i·N + q, the pixels of piece i and those of the
 // true piece of q.
-func eachPiecePair(z *Puzzles, b int, fn func(k int, piece, truth []float64)) {
+func eachPiecePair(z *jigsaw.Puzzles, b int, fn func(k int, piece, truth []float64)) {
 	nn2, ps := z.Grid.N(), z.Grid.PieceSize()
 	scr := z.Scrambled[b*nn2*ps : (b+1)*nn2*ps]
 	tru := z.Pieces[b*nn2*ps : (b+1)*nn2*ps]
@@ -551,7 +553,7 @@ func eachPiecePair(z *Puzzles, b int, fn func(k int, piece, truth []float64)) {
 // deepen returns w for strips of depth depth ≥ w.Depth on the pieces of
 // grid g: its matrices act on the outer w.Depth rows of the deeper strips,
 // the new entries are 0, so both score every arrangement alike.
-func (w *PairWeights) deepen(g Grid, depth int) *PairWeights {
+func (w *PairWeights) deepen(g jigsaw.Grid, depth int) *PairWeights {
 	// index maps entry k of a strip of depth w.Depth on side d (0 top, 2
 	// left) to its entry in a strip of depth depth: strips run channel by
 	// channel, then row by row inwards, then along the side (see strips).
@@ -579,7 +581,7 @@ func (w *PairWeights) deepen(g Grid, depth int) *PairWeights {
 		}
 		return out
 	}
-	deep := &PairWeights{Depth: depth, LenH: stripLen(g, depth, 2), LenV: stripLen(g, depth, 0), Unary: w.Unary}
+	deep := &PairWeights{Depth: depth, LenH: jigsaw.StripLen(g, depth, 2), LenV: jigsaw.StripLen(g, depth, 0), Unary: w.Unary}
 	deep.H = embed(w.H, w.LenH, deep.LenH, index(2))
 	deep.V = embed(w.V, w.LenV, deep.LenV, index(0))
 	if w.Border != nil {
@@ -597,7 +599,7 @@ func (w *PairWeights) deepen(g Grid, depth int) *PairWeights {
 // pixelMarginScale returns 1 over the mean l1 distance between a scrambled
 // piece and a true position's piece, over the pairs of every puzzle of z
 // that differ (MarginPixels).
-func pixelMarginScale(z *Puzzles) (float64, error) {
+func pixelMarginScale(z *jigsaw.Puzzles) (float64, error) {
 	var sum float64
 	count := 0
 	for b := range z.Len() {
@@ -617,7 +619,7 @@ func pixelMarginScale(z *Puzzles) (float64, error) {
 // addPixelMargin adds to the unary scores u of puzzle b of z, for scrambled
 // piece i at position q, scale times the l1 distance between piece i and
 // the true piece of q.
-func addPixelMargin(u []float64, z *Puzzles, b int, scale float64) {
+func addPixelMargin(u []float64, z *jigsaw.Puzzles, b int, scale float64) {
 	eachPiecePair(z, b, func(k int, piece, truth []float64) {
 		u[k] += scale * l1Dist(piece, truth)
 	})
@@ -702,10 +704,10 @@ func SavePairsFile(path string, w *PairWeights) error {
 	}
 	b, err := json.MarshalIndent(f, "", " ")
 	if err != nil {
-		return fmt.Errorf("jigsaw: SavePairsFile: %w", err)
+		return fmt.Errorf("decode: SavePairsFile: %w", err)
 	}
 	if err := os.WriteFile(path, append(b, '\n'), 0o644); err != nil {
-		return fmt.Errorf("jigsaw: SavePairsFile: %w", err)
+		return fmt.Errorf("decode: SavePairsFile: %w", err)
 	}
 	return nil
 }
@@ -719,37 +721,40 @@ func isSquare(n, side int) bool { return n%side == 0 && n/side == side }
 func LoadPairsFile(path string) (*PairWeights, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
-		return nil, fmt.Errorf("jigsaw: LoadPairsFile: %w", err)
+		return nil, fmt.Errorf("decode: LoadPairsFile: %w", err)
 	}
 	var f pairsFile
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&f); err != nil {
-		return nil, fmt.Errorf("jigsaw: LoadPairsFile: %s: %w", path, err)
+		return nil, fmt.Errorf("decode: LoadPairsFile: %s: %w", path, err)
 	}
 	switch {
 	case f.Format != pairsFormat:
-		return nil, fmt.Errorf("jigsaw: LoadPairsFile: %s: format %q, want %q", path, f.Format, pairsFormat)
+		return nil, fmt.Errorf("decode: LoadPairsFile: %s: format %q, want %q", path, f.Format, pairsFormat)
 	case f.Version < 1 || f.Version > pairsVersion:
-		return nil, fmt.Errorf("jigsaw: LoadPairsFile: %s: version %d, this build reads 1 to %d", path, f.Version, pairsVersion)
+		return nil, fmt.Errorf("decode: LoadPairsFile: %s: version %d, this build reads 1 to %d", path, f.Version, pairsVersion)
 	case f.Version == 1 && f.Unary != 0:
-		return nil, fmt.Errorf("jigsaw: LoadPairsFile: %s: version 1 has no unary weight, found %v", path, f.Unary)
+		return nil, fmt.Errorf("decode: LoadPairsFile: %s: version 1 has no unary weight, found %v", path, f.Unary)
 	case f.Version == 2 && (!(f.Unary > 0) || math.IsInf(f.Unary, 0)):
-		return nil, fmt.Errorf("jigsaw: LoadPairsFile: %s: unary weight %v must be finite and > 0", path, f.Unary)
+		return nil, fmt.Errorf("decode: LoadPairsFile: %s: unary weight %v must be finite and > 0", path, f.Unary)
 	case f.Version == 3 && (!(f.Unary >= 0) || math.IsInf(f.Unary, 0)):
-		return nil, fmt.Errorf("jigsaw: LoadPairsFile: %s: unary weight %v must be finite and >= 0", path, f.Unary)
+		return nil, fmt.Errorf("decode: LoadPairsFile: %s: unary weight %v must be finite and >= 0", path, f.Unary)
 	case f.Version < 3 && f.Border != nil:
-		return nil, fmt.Errorf("jigsaw: LoadPairsFile: %s: version %d has no border vectors", path, f.Version)
+		return nil, fmt.Errorf("decode: LoadPairsFile: %s: version %d has no border vectors", path, f.Version)
 	case f.Version == 3 && len(f.Border) != 4:
-		return nil, fmt.Errorf("jigsaw: LoadPairsFile: %s: %d border vectors, version 3 has 4", path, len(f.Border))
+		return nil, fmt.Errorf("decode: LoadPairsFile: %s: %d border vectors, version 3 has 4", path, len(f.Border))
 	case f.Depth < 1 || f.LenH < 1 || f.LenV < 1 || !isSquare(len(f.H), f.LenH) || !isSquare(len(f.V), f.LenV):
-		return nil, fmt.Errorf("jigsaw: LoadPairsFile: %s: depth %d, matrices of %d and %d entries for strips of %d and %d", path, f.Depth, len(f.H), len(f.V), f.LenH, f.LenV)
+		return nil, fmt.Errorf("decode: LoadPairsFile: %s: depth %d, matrices of %d and %d entries for strips of %d and %d", path, f.Depth, len(f.H), len(f.V), f.LenH, f.LenV)
 	}
 	w := &PairWeights{Depth: f.Depth, LenH: f.LenH, LenV: f.LenV, H: f.H, V: f.V, Unary: f.Unary, Border: f.Border}
 	for d, beta := range w.Border {
 		if len(beta) != w.borderLen(d) {
-			return nil, fmt.Errorf("jigsaw: LoadPairsFile: %s: border vector %d has %d entries for strips of %d", path, d, len(beta), w.borderLen(d))
+			return nil, fmt.Errorf("decode: LoadPairsFile: %s: border vector %d has %d entries for strips of %d", path, d, len(beta), w.borderLen(d))
 		}
 	}
 	return w, nil
 }
+
+// sideNames are the sides of a piece, in the order of jigsaw.Net.Edges.
+var sideNames = [4]string{"top", "bottom", "left", "right"}

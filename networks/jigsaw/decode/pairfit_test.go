@@ -1,4 +1,4 @@
-package jigsaw
+package decode
 
 import (
 	"math"
@@ -10,6 +10,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/permlab/permlab/networks/jigsaw"
 )
 
 // TestPairWeightsMatchNet checks that the network's compatibilities written
@@ -17,15 +19,15 @@ import (
 func TestPairWeightsMatchNet(t *testing.T) {
 	for _, depth := range []int{1, 2} {
 		net, z := refineNet(t, depth, 3)
-		w, err := net.PairWeights()
+		w, err := NetPairWeights(net)
 		require.NoError(t, err)
-		nn2, ps := net.grid.N(), net.grid.PieceSize()
+		nn2, ps := net.Grid().N(), net.Grid().PieceSize()
 		for b := range z.Len() {
 			scr := z.Scrambled[b*nn2*ps : (b+1)*nn2*ps]
 			h, v := make([]float64, nn2*nn2), make([]float64, nn2*nn2)
-			net.edgeTables(h, v, scr)
+			edgeTables(net, h, v, scr)
 			fh, fv := make([]float64, nn2*nn2), make([]float64, nn2*nn2)
-			w.weightTables(net.grid, fh, fv, scr)
+			w.weightTables(net.Grid(), fh, fv, scr)
 			for k := range h {
 				assert.InDelta(t, h[k], fh[k], 1e-10*(1+math.Abs(h[k])), "depth %d puzzle %d h %d", depth, b, k)
 				assert.InDelta(t, v[k], fv[k], 1e-10*(1+math.Abs(v[k])), "depth %d puzzle %d v %d", depth, b, k)
@@ -33,20 +35,20 @@ func TestPairWeightsMatchNet(t *testing.T) {
 		}
 	}
 	plainCfg := tinyConfig()
-	plain, err := New(plainCfg, 1)
+	plain, err := jigsaw.New(plainCfg, 1)
 	require.NoError(t, err)
-	_, err = plain.PairWeights()
+	_, err = NetPairWeights(plain)
 	assert.ErrorContains(t, err, "no edge matching")
 }
 
 // fitNet returns a 3 × 3 network for 12 × 12 images with one round of edge
 // matching and random edge matrices, so that its own compatibilities
 // decode badly.
-func fitNet(t *testing.T) *Net {
+func fitNet(t *testing.T) *jigsaw.Net {
 	t.Helper()
 	cfg := tinyConfig()
 	cfg.P, cfg.Height, cfg.Width, cfg.Refine = 3, 12, 12, 1
-	net, err := New(cfg, 3)
+	net, err := jigsaw.New(cfg, 3)
 	require.NoError(t, err)
 	randomizeEdges(net, rand.New(rand.NewPCG(4, 4)))
 	return net
@@ -60,31 +62,31 @@ func fitNet(t *testing.T) *Net {
 func TestFitPairs(t *testing.T) {
 	net := fitNet(t)
 	rng := rand.New(rand.NewPCG(7, 7))
-	train, err := MakePuzzles(net.Grid(), smoothImages(rng, 120), nil, rng)
+	train, err := jigsaw.MakePuzzles(net.Grid(), smoothImages(rng, 120), nil, rng)
 	require.NoError(t, err)
-	held, err := MakePuzzles(net.Grid(), smoothImages(rng, 60), nil, rng)
+	held, err := jigsaw.MakePuzzles(net.Grid(), smoothImages(rng, 60), nil, rng)
 	require.NoError(t, err)
 	d := Decoder{Pairwise: 1, Anneal: 3000, Seed: 2}
 	fc := FitConfig{Epochs: 6, Batch: 10, LR: 0.05, Anneal: 500, Seed: 1}
 	var hist []FitProgress
-	w, err := net.FitPairs(train, d, nil, fc, func(p FitProgress) { hist = append(hist, p) })
+	w, err := FitPairs(net, train, d, nil, fc, func(p FitProgress) { hist = append(hist, p) })
 	require.NoError(t, err)
 	require.Len(t, hist, 6)
 	t.Logf("fit: %+v", hist)
 	assert.Less(t, hist[5].Hinge, 0.7*hist[0].Hinge, "the hinge should fall")
 	assert.Equal(t, 12*6, hist[5].StepsDone)
 
-	before, err := net.EvaluateWith(held, d)
+	before, err := Evaluate(net, held, d)
 	require.NoError(t, err)
 	d.Pair = w
-	after, err := net.EvaluateWith(held, d)
+	after, err := Evaluate(net, held, d)
 	require.NoError(t, err)
 	t.Logf("held-out prop. wrong %.3f with the network's compatibilities, %.3f fitted", before.PropWrong, after.PropWrong)
 	assert.Greater(t, before.PropWrong, 0.4, "random edge matrices should decode badly")
 	assert.Less(t, after.PropWrong, before.PropWrong/2, "fitted weights should decode far better")
 
 	prev := runtime.GOMAXPROCS(1)
-	w1, err := net.FitPairs(train, Decoder{Pairwise: 1, Seed: 2}, nil, fc, nil)
+	w1, err := FitPairs(net, train, Decoder{Pairwise: 1, Seed: 2}, nil, fc, nil)
 	runtime.GOMAXPROCS(prev)
 	require.NoError(t, err)
 	assert.Equal(t, w, w1, "FitPairs depends on GOMAXPROCS")
@@ -100,7 +102,7 @@ func TestFitPairs(t *testing.T) {
 func TestFitPairsErrors(t *testing.T) {
 	net := fitNet(t)
 	rng := rand.New(rand.NewPCG(7, 7))
-	z, err := MakePuzzles(net.Grid(), smoothImages(rng, 4), nil, rng)
+	z, err := jigsaw.MakePuzzles(net.Grid(), smoothImages(rng, 4), nil, rng)
 	require.NoError(t, err)
 	good := FitConfig{Epochs: 1, Batch: 2, LR: 0.01}
 	for _, fc := range []FitConfig{
@@ -111,52 +113,52 @@ func TestFitPairsErrors(t *testing.T) {
 		{Epochs: 1, Batch: 2, LR: 0.01, Anneal: -1},
 		{Epochs: 1, Batch: 2, LR: 0.01, Margin: "pixel"},
 	} {
-		_, err := net.FitPairs(z, Decoder{Pairwise: 1}, nil, fc, nil)
+		_, err := FitPairs(net, z, Decoder{Pairwise: 1}, nil, fc, nil)
 		assert.Error(t, err, "%+v", fc)
 	}
-	_, err = net.FitPairs(z, Decoder{Seam: 1}, nil, good, nil)
+	_, err = FitPairs(net, z, Decoder{Seam: 1}, nil, good, nil)
 	assert.ErrorContains(t, err, "pairwise weight")
-	w, err := net.PairWeights()
+	w, err := NetPairWeights(net)
 	require.NoError(t, err)
 	bad := *w
 	bad.H = bad.H[:3]
-	_, err = net.FitPairs(z, Decoder{Pairwise: 1}, &bad, good, nil)
+	_, err = FitPairs(net, z, Decoder{Pairwise: 1}, &bad, good, nil)
 	assert.ErrorContains(t, err, "matrix entries")
 	bad = *w
 	bad.Depth = 2
-	_, err = net.SolveWith(z, Decoder{Pairwise: 1, Pair: &bad})
+	_, err = Solve(net, z, Decoder{Pairwise: 1, Pair: &bad})
 	assert.ErrorContains(t, err, "strips of")
 	bad = *w
 	bad.V = append([]float64(nil), w.V...)
 	bad.V[0] = math.Inf(1)
-	_, err = net.SolveWith(z, Decoder{Pairwise: 1, Pair: &bad})
+	_, err = Solve(net, z, Decoder{Pairwise: 1, Pair: &bad})
 	assert.ErrorContains(t, err, "not finite")
-	_, err = net.SolveWith(z, Decoder{Pair: w})
+	_, err = Solve(net, z, Decoder{Pair: w})
 	assert.ErrorContains(t, err, "pairwise weight")
 	for _, u := range []float64{-1, math.NaN(), math.Inf(1)} {
 		bad = *w
 		bad.Unary = u
-		_, err = net.SolveWith(z, Decoder{Pairwise: 1, Pair: &bad})
+		_, err = Solve(net, z, Decoder{Pairwise: 1, Pair: &bad})
 		assert.ErrorContains(t, err, "unary weight", "%v", u)
 	}
 	bad = *w
 	bad.Border = [][]float64{make([]float64, w.LenV), make([]float64, w.LenV), make([]float64, w.LenH)}
-	_, err = net.SolveWith(z, Decoder{Pairwise: 1, Pair: &bad})
+	_, err = Solve(net, z, Decoder{Pairwise: 1, Pair: &bad})
 	assert.ErrorContains(t, err, "3 border vectors")
 	bad.Border = append(bad.Border, make([]float64, w.LenH+1))
-	_, err = net.SolveWith(z, Decoder{Pairwise: 1, Pair: &bad})
+	_, err = Solve(net, z, Decoder{Pairwise: 1, Pair: &bad})
 	assert.ErrorContains(t, err, "border vector 3 has")
 	bad.Border[3] = make([]float64, w.LenH)
 	bad.Border[1][0] = math.NaN()
-	_, err = net.SolveWith(z, Decoder{Pairwise: 1, Pair: &bad})
+	_, err = Solve(net, z, Decoder{Pairwise: 1, Pair: &bad})
 	assert.ErrorContains(t, err, "border vector 1 holds")
 
 	// A network without edge matching decodes with fitted weights.
 	cfg := tinyConfig()
 	cfg.P, cfg.Height, cfg.Width = 3, 12, 12
-	plain, err := New(cfg, 1)
+	plain, err := jigsaw.New(cfg, 1)
 	require.NoError(t, err)
-	_, err = plain.SolveWith(z, Decoder{Pairwise: 1, Pair: w, Anneal: 10})
+	_, err = Solve(plain, z, Decoder{Pairwise: 1, Pair: w, Anneal: 10})
 	assert.NoError(t, err)
 
 	// Files of another format, version or shape are errors.
@@ -192,9 +194,9 @@ func TestFitPairsErrors(t *testing.T) {
 func TestUnaryWeightScalesLogits(t *testing.T) {
 	net := fitNet(t)
 	rng := rand.New(rand.NewPCG(7, 8))
-	z, err := MakePuzzles(net.Grid(), smoothImages(rng, 40), nil, rng)
+	z, err := jigsaw.MakePuzzles(net.Grid(), smoothImages(rng, 40), nil, rng)
 	require.NoError(t, err)
-	w, err := net.PairWeights()
+	w, err := NetPairWeights(net)
 	require.NoError(t, err)
 	// Make the pairwise terms matter as much as the logits.
 	for k := range w.H {
@@ -213,17 +215,17 @@ func TestUnaryWeightScalesLogits(t *testing.T) {
 	for k, x := range w.V {
 		half.V[k] = x / 2
 	}
-	a, err := net.SolveWith(z, Decoder{Pairwise: 1, Pair: &weighted})
+	a, err := Solve(net, z, Decoder{Pairwise: 1, Pair: &weighted})
 	require.NoError(t, err)
-	b, err := net.SolveWith(z, Decoder{Pairwise: 1, Pair: &half})
+	b, err := Solve(net, z, Decoder{Pairwise: 1, Pair: &half})
 	require.NoError(t, err)
 	assert.Equal(t, a, b)
-	plain, err := net.SolveWith(z, Decoder{Pairwise: 1, Pair: w})
+	plain, err := Solve(net, z, Decoder{Pairwise: 1, Pair: w})
 	require.NoError(t, err)
 	assert.NotEqual(t, a, plain, "the weight of the logits should change some decodings")
 	one := *w
 	one.Unary = 1
-	c, err := net.SolveWith(z, Decoder{Pairwise: 1, Pair: &one})
+	c, err := Solve(net, z, Decoder{Pairwise: 1, Pair: &one})
 	require.NoError(t, err)
 	assert.Equal(t, plain, c, "Unary 1 and 0 should decode alike")
 }
@@ -233,7 +235,7 @@ func TestUnaryWeightScalesLogits(t *testing.T) {
 // over the differing pairs elsewhere, so that a differing pair costs 1 on
 // average.
 func TestPixelMargin(t *testing.T) {
-	g, err := NewGrid(1, 4, 4, 2)
+	g, err := jigsaw.NewGrid(1, 4, 4, 2)
 	require.NoError(t, err)
 	img := []float64{
 		0, 0, 1, 0.5,
@@ -242,7 +244,7 @@ func TestPixelMargin(t *testing.T) {
 		0, 0, 0, 0,
 	}
 	// Pieces: top-left blank, top-right ink, bottom-left a speck, bottom-right blank.
-	z, err := MakePuzzles(g, img, nil, rand.New(rand.NewPCG(1, 2)))
+	z, err := jigsaw.MakePuzzles(g, img, nil, rand.New(rand.NewPCG(1, 2)))
 	require.NoError(t, err)
 	scale, err := pixelMarginScale(z)
 	require.NoError(t, err)
@@ -280,7 +282,7 @@ func TestPixelMargin(t *testing.T) {
 	}
 	assert.Greater(t, u[ink*nn2+0], u[speck*nn2+0])
 
-	blank, err := MakePuzzles(g, make([]float64, 16), nil, rand.New(rand.NewPCG(1, 2)))
+	blank, err := jigsaw.MakePuzzles(g, make([]float64, 16), nil, rand.New(rand.NewPCG(1, 2)))
 	require.NoError(t, err)
 	_, err = pixelMarginScale(blank)
 	assert.ErrorContains(t, err, "identical")
@@ -294,14 +296,14 @@ func TestPixelMargin(t *testing.T) {
 func TestFitPairsUnaryAndPixels(t *testing.T) {
 	net := fitNet(t)
 	rng := rand.New(rand.NewPCG(7, 7))
-	train, err := MakePuzzles(net.Grid(), smoothImages(rng, 120), nil, rng)
+	train, err := jigsaw.MakePuzzles(net.Grid(), smoothImages(rng, 120), nil, rng)
 	require.NoError(t, err)
-	held, err := MakePuzzles(net.Grid(), smoothImages(rng, 60), nil, rng)
+	held, err := jigsaw.MakePuzzles(net.Grid(), smoothImages(rng, 60), nil, rng)
 	require.NoError(t, err)
 	d := Decoder{Pairwise: 1, Anneal: 3000, Seed: 2}
 	fc := FitConfig{Epochs: 6, Batch: 10, LR: 0.02, Anneal: 500, Seed: 1, Margin: MarginPixels, FitUnary: true}
 	var hist []FitProgress
-	w, err := net.FitPairs(train, d, nil, fc, func(p FitProgress) { hist = append(hist, p) })
+	w, err := FitPairs(net, train, d, nil, fc, func(p FitProgress) { hist = append(hist, p) })
 	require.NoError(t, err)
 	require.Len(t, hist, 6)
 	t.Logf("fit: %+v", hist)
@@ -309,10 +311,10 @@ func TestFitPairsUnaryAndPixels(t *testing.T) {
 	assert.Less(t, w.Unary, 0.9, "the weight of uninformative logits should fall")
 	assert.Equal(t, w.Unary, hist[5].Unary)
 
-	before, err := net.EvaluateWith(held, d)
+	before, err := Evaluate(net, held, d)
 	require.NoError(t, err)
 	d.Pair = w
-	after, err := net.EvaluateWith(held, d)
+	after, err := Evaluate(net, held, d)
 	require.NoError(t, err)
 	t.Logf("held-out prop. wrong %.3f with the network's compatibilities, %.3f fitted", before.PropWrong, after.PropWrong)
 	assert.Less(t, after.PropWrong, before.PropWrong/2, "fitted weights should decode far better")
@@ -324,7 +326,7 @@ func TestFitPairsUnaryAndPixels(t *testing.T) {
 	// Without FitUnary the weight stays where it started, and a file of
 	// weights without one stays at version 1.
 	fc.FitUnary, fc.Epochs = false, 1
-	w1, err := net.FitPairs(train, Decoder{Pairwise: 1, Seed: 2}, nil, fc, nil)
+	w1, err := FitPairs(net, train, Decoder{Pairwise: 1, Seed: 2}, nil, fc, nil)
 	require.NoError(t, err)
 	assert.Zero(t, w1.Unary)
 	raw = roundTripPairs(t, path, w1)
@@ -338,9 +340,9 @@ func TestFitPairsUnaryAndPixels(t *testing.T) {
 func TestDeepenKeepsScores(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 9))
 	for _, ch := range []int{1, 2} {
-		g, err := NewGrid(ch, 12, 15, 3) // 4 × 5 pieces
+		g, err := jigsaw.NewGrid(ch, 12, 15, 3) // 4 × 5 pieces
 		require.NoError(t, err)
-		w := &PairWeights{Depth: 1, LenH: stripLen(g, 1, 2), LenV: stripLen(g, 1, 0)}
+		w := &PairWeights{Depth: 1, LenH: jigsaw.StripLen(g, 1, 2), LenV: jigsaw.StripLen(g, 1, 0)}
 		w.H, w.V = make([]float64, w.LenH*w.LenH), make([]float64, w.LenV*w.LenV)
 		for k := range w.H {
 			w.H[k] = rng.NormFloat64()
@@ -368,24 +370,24 @@ func TestDeepenKeepsScores(t *testing.T) {
 	}
 
 	net := fitNet(t)
-	z, err := MakePuzzles(net.Grid(), smoothImages(rng, 20), nil, rng)
+	z, err := jigsaw.MakePuzzles(net.Grid(), smoothImages(rng, 20), nil, rng)
 	require.NoError(t, err)
 	fc := FitConfig{Epochs: 1, Batch: 5, LR: 0.01, Anneal: 100, Seed: 1, Depth: 4}
-	w, err := net.FitPairs(z, Decoder{Pairwise: 1}, nil, fc, nil)
+	w, err := FitPairs(net, z, Decoder{Pairwise: 1}, nil, fc, nil)
 	require.NoError(t, err)
 	assert.Equal(t, 4, w.Depth)
 	assert.Len(t, w.H, 16*16)
 	fc.Depth = 5
-	_, err = net.FitPairs(z, Decoder{Pairwise: 1}, nil, fc, nil)
+	_, err = FitPairs(net, z, Decoder{Pairwise: 1}, nil, fc, nil)
 	assert.ErrorContains(t, err, "strip depth")
-	start, err := net.PairWeights()
+	start, err := NetPairWeights(net)
 	require.NoError(t, err)
 	deep := start.deepen(net.Grid(), 2)
 	fc.Depth = 1
-	_, err = net.FitPairs(z, Decoder{Pairwise: 1}, deep, fc, nil)
+	_, err = FitPairs(net, z, Decoder{Pairwise: 1}, deep, fc, nil)
 	assert.ErrorContains(t, err, "below")
 	fc.Depth = -1
-	_, err = net.FitPairs(z, Decoder{Pairwise: 1}, nil, fc, nil)
+	_, err = FitPairs(net, z, Decoder{Pairwise: 1}, nil, fc, nil)
 	assert.ErrorContains(t, err, "strip depth")
 }
 

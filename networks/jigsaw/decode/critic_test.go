@@ -1,4 +1,4 @@
-package jigsaw
+package decode
 
 import (
 	"bytes"
@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/permlab/permlab/networks/jigsaw"
 	"github.com/permlab/permlab/perm"
 )
 
@@ -41,28 +42,28 @@ func wavyImages(rng *rand.Rand, n, side int) []float64 {
 
 // criticNet returns a 3 × 3 network with edge matching for 18 × 18 images
 // (6 px pieces) and puzzles of wavy images for it.
-func criticNet(t *testing.T, puzzles int) (*Net, *Puzzles) {
+func criticNet(t *testing.T, puzzles int) (*jigsaw.Net, *jigsaw.Puzzles) {
 	t.Helper()
 	cfg := tinyConfig()
 	cfg.P, cfg.Height, cfg.Width, cfg.Refine = 3, 18, 18, 1
-	net, err := New(cfg, 4)
+	net, err := jigsaw.New(cfg, 4)
 	require.NoError(t, err)
 	rng := rand.New(rand.NewPCG(8, 8))
 	randomizeEdges(net, rng)
-	z, err := MakePuzzles(net.Grid(), wavyImages(rng, puzzles, 18), nil, rng)
+	z, err := jigsaw.MakePuzzles(net.Grid(), wavyImages(rng, puzzles, 18), nil, rng)
 	require.NoError(t, err)
 	return net, z
 }
 
 // trainedCritic returns a critic trained briefly on wavy images.
-func trainedCritic(t *testing.T, g Grid, cfg CriticConfig) (*Critic, *CriticResult) {
+func trainedCritic(t *testing.T, g jigsaw.Grid, cfg CriticConfig) (*Critic, *CriticResult) {
 	t.Helper()
 	c, err := NewCritic(g, 1)
 	require.NoError(t, err)
 	if cfg.Epochs == 0 {
 		cfg.Epochs = 4
 	}
-	res, err := c.Train(context.Background(), Data{Pixels: wavyImages(rand.New(rand.NewPCG(3, 1)), 400, 18)}, cfg)
+	res, err := c.Train(context.Background(), jigsaw.Data{Pixels: wavyImages(rand.New(rand.NewPCG(3, 1)), 400, 18)}, cfg)
 	require.NoError(t, err)
 	return c, res
 }
@@ -151,19 +152,19 @@ func TestCriticRerank(t *testing.T) {
 	net, z := criticNet(t, 12)
 	c, _ := trainedCritic(t, net.Grid(), CriticConfig{Seed: 2, Epochs: 1})
 	base := Decoder{Pairwise: 1, Anneal: 2000, Seed: 3}
-	searched, err := net.SolveWith(z, base)
+	searched, err := Solve(net, z, base)
 	require.NoError(t, err)
 	d := base
 	d.Critic, d.CriticWeight = c, 2
-	got, err := net.SolveWith(z, d)
+	got, err := Solve(net, z, d)
 	require.NoError(t, err)
-	checkSerialAndEvaluate(t, net, z, d, got)
+	checkSerialAndEvaluate(t, single(net), z, d, got)
 
 	logits, err := net.LogitMatrices(z)
 	require.NoError(t, err)
 	energy := energyOf(net, z, logits, base)
 	score := func(b int, p perm.Perm) float64 {
-		one := &Puzzles{Grid: z.Grid, Scrambled: net.scrambledOf(z, b)}
+		one := &jigsaw.Puzzles{Grid: z.Grid, Scrambled: scrambledOf(z, b)}
 		w, err := criticTerms(one, []perm.Perm{p}, d)
 		require.NoError(t, err)
 		return energy(b, p) + w[0]
@@ -191,7 +192,7 @@ func TestCriticRerank(t *testing.T) {
 	}
 	t.Logf("the critic changed %d of %d arrangements", changed, z.Len())
 
-	gap, err := net.SearchGap(z, got, d)
+	gap, err := SearchGap(net, z, got, d)
 	require.NoError(t, err)
 	want := 0.0
 	for b := range z.Len() {
@@ -312,12 +313,12 @@ type criticRun struct {
 	res *CriticResult
 }
 
-func trainedCriticCtx(ctx context.Context, g Grid, cfg CriticConfig) (criticRun, error) {
+func trainedCriticCtx(ctx context.Context, g jigsaw.Grid, cfg CriticConfig) (criticRun, error) {
 	c, err := NewCritic(g, 1)
 	if err != nil {
 		return criticRun{}, err
 	}
-	res, err := c.Train(ctx, Data{Pixels: wavyImages(rand.New(rand.NewPCG(3, 1)), 400, 18)}, cfg)
+	res, err := c.Train(ctx, jigsaw.Data{Pixels: wavyImages(rand.New(rand.NewPCG(3, 1)), 400, 18)}, cfg)
 	return criticRun{c, res}, err
 }
 
@@ -373,7 +374,7 @@ func TestCriticSaveLoad(t *testing.T) {
 
 // TestCriticErrors checks bad critics, training settings and decoders.
 func TestCriticErrors(t *testing.T) {
-	small, err := NewGrid(1, 12, 12, 3)
+	small, err := jigsaw.NewGrid(1, 12, 12, 3)
 	require.NoError(t, err)
 	_, err = NewCritic(small, 1)
 	assert.ErrorContains(t, err, "at least 16")
@@ -383,7 +384,7 @@ func TestCriticErrors(t *testing.T) {
 	require.NoError(t, err)
 	_, err = c.Scores(make([]float64, 17))
 	assert.Error(t, err)
-	data := Data{Pixels: wavyImages(rand.New(rand.NewPCG(1, 1)), 4, 18)}
+	data := jigsaw.Data{Pixels: wavyImages(rand.New(rand.NewPCG(1, 1)), 4, 18)}
 	for name, cfg := range map[string]CriticConfig{
 		"epochs":  {Epochs: -1},
 		"lr":      {LR: math.NaN()},
@@ -393,11 +394,11 @@ func TestCriticErrors(t *testing.T) {
 		_, err := c.Train(context.Background(), data, cfg)
 		assert.Error(t, err, name)
 	}
-	_, err = c.Train(context.Background(), Data{Pixels: make([]float64, 7)}, CriticConfig{})
+	_, err = c.Train(context.Background(), jigsaw.Data{Pixels: make([]float64, 7)}, CriticConfig{})
 	assert.Error(t, err, "images of the wrong size")
 	bad := append([]float64(nil), data.Pixels...)
 	bad[5] = math.NaN()
-	_, err = c.Train(context.Background(), Data{Pixels: bad}, CriticConfig{})
+	_, err = c.Train(context.Background(), jigsaw.Data{Pixels: bad}, CriticConfig{})
 	assert.ErrorContains(t, err, "pixel 5")
 	// the hard moves are ranked by E alone, whatever critic weight the decoder names
 	e1, err := NewEnsemble(net)
@@ -405,7 +406,7 @@ func TestCriticErrors(t *testing.T) {
 	_, err = c.Train(context.Background(), data, CriticConfig{Epochs: 1, Hard: e1, HardDecoder: Decoder{Pairwise: 1, CriticWeight: 5}})
 	assert.NoError(t, err)
 
-	other, err := NewGrid(1, 20, 20, 4)
+	other, err := jigsaw.NewGrid(1, 20, 20, 4)
 	require.NoError(t, err)
 	oc, err := NewCritic(other, 1)
 	require.NoError(t, err)
@@ -415,7 +416,7 @@ func TestCriticErrors(t *testing.T) {
 		"no critic":  {CriticWeight: 1},
 		"other grid": {Critic: oc, CriticWeight: 1},
 	} {
-		_, err := net.SolveWith(z, d)
+		_, err := Solve(net, z, d)
 		assert.Error(t, err, name)
 	}
 	e, err := NewEnsemble(net)

@@ -1,4 +1,4 @@
-package jigsaw
+package decode
 
 import (
 	"context"
@@ -13,13 +13,16 @@ import (
 	"sort"
 	"time"
 
+	"gonum.org/v1/gonum/mat"
+
 	"github.com/permlab/permlab/ad"
 	"github.com/permlab/permlab/ad/optim"
 	"github.com/permlab/permlab/internal/atomicfile"
+	"github.com/permlab/permlab/internal/paramfile"
+	"github.com/permlab/permlab/networks/jigsaw"
 	"github.com/permlab/permlab/nn"
 	"github.com/permlab/permlab/nn/train"
 	"github.com/permlab/permlab/perm"
-	"gonum.org/v1/gonum/mat"
 )
 
 // Critic is a convolutional network that looks at a whole assembled image
@@ -44,7 +47,7 @@ import (
 // p²(p² − 1)(2p² − 1)/6 + 1 images per puzzle for the critic: 205 at 3 × 3,
 // 1,241 at 4 × 4.
 type Critic struct {
-	grid   Grid
+	grid   jigsaw.Grid
 	net    nn.Sequential
 	params []*ad.Param
 }
@@ -56,15 +59,15 @@ const criticMinSide = 16
 // NewCritic returns a critic for the assembled crops of g (g.Channels ×
 // g.CropH() × g.CropW()) with weights drawn from seed. It is an error if a
 // crop side is below 16 px.
-func NewCritic(g Grid, seed uint64) (*Critic, error) {
+func NewCritic(g jigsaw.Grid, seed uint64) (*Critic, error) {
 	c, err := newCritic(g, seed)
 	if err != nil {
-		return nil, fmt.Errorf("jigsaw: NewCritic: %w", err)
+		return nil, fmt.Errorf("decode: NewCritic: %w", err)
 	}
 	return c, nil
 }
 
-func newCritic(g Grid, seed uint64) (*Critic, error) {
+func newCritic(g jigsaw.Grid, seed uint64) (*Critic, error) {
 	if err := checkCriticGrid(g); err != nil {
 		return nil, err
 	}
@@ -93,12 +96,12 @@ func newCritic(g Grid, seed uint64) (*Critic, error) {
 }
 
 // checkCriticGrid returns an error if the critic cannot be made for g.
-func checkCriticGrid(g Grid) error {
+func checkCriticGrid(g jigsaw.Grid) error {
 	if g.P < 2 || g.Channels < 1 {
 		return fmt.Errorf("grid of %d × %d pieces, %d channels: want at least 2 × 2 pieces and 1 channel", g.P, g.P, g.Channels)
 	}
 	if !madeGrid(g) {
-		return fmt.Errorf("grid %+v is not one NewGrid or NewGridCrop makes", g)
+		return fmt.Errorf("grid %+v is not one jigsaw.NewGrid or jigsaw.NewGridCrop makes", g)
 	}
 	if h, w := g.CropH(), g.CropW(); h < criticMinSide || w < criticMinSide {
 		return fmt.Errorf("crop of %d × %d px: the critic needs at least %d × %d", h, w, criticMinSide, criticMinSide)
@@ -109,16 +112,16 @@ func checkCriticGrid(g Grid) error {
 // madeGrid reports whether g is a grid NewGrid or NewGridCrop returns, so
 // that its pieces tile a crop inside the image (a grid read from a file
 // may be anything).
-func madeGrid(g Grid) bool {
-	if want, err := NewGrid(g.Channels, g.Height, g.Width, g.P); err == nil && want == g {
+func madeGrid(g jigsaw.Grid) bool {
+	if want, err := jigsaw.NewGrid(g.Channels, g.Height, g.Width, g.P); err == nil && want == g {
 		return true
 	}
-	want, err := NewGridCrop(g.Channels, g.Height, g.Width, g.P, g.CropH())
+	want, err := jigsaw.NewGridCrop(g.Channels, g.Height, g.Width, g.P, g.CropH())
 	return err == nil && want == g
 }
 
 // Grid returns the geometry of the puzzles the critic was made for.
-func (c *Critic) Grid() Grid { return c.grid }
+func (c *Critic) Grid() jigsaw.Grid { return c.grid }
 
 // Params returns the trainable parameters.
 func (c *Critic) Params() []*ad.Param { return c.params }
@@ -142,7 +145,7 @@ const criticBatch = 256
 func (c *Critic) Scores(imgs []float64) ([]float64, error) {
 	d, err := c.scores(ad.NewTape(), imgs)
 	if err != nil {
-		return nil, fmt.Errorf("jigsaw: Critic.Scores: %w", err)
+		return nil, fmt.Errorf("decode: Critic.Scores: %w", err)
 	}
 	return d, nil
 }
@@ -277,15 +280,15 @@ type CriticResult struct {
 // wrong arrangements (see CriticConfig). A run is a function of the
 // critic's weights, data and cfg, whatever GOMAXPROCS is, and resumes from
 // cfg.Checkpoint.
-func (c *Critic) Train(ctx context.Context, data Data, cfg CriticConfig) (*CriticResult, error) {
+func (c *Critic) Train(ctx context.Context, data jigsaw.Data, cfg CriticConfig) (*CriticResult, error) {
 	res, err := c.train(ctx, data, cfg)
 	if err != nil {
-		return res, fmt.Errorf("jigsaw: Critic.Train: %w", err)
+		return res, fmt.Errorf("decode: Critic.Train: %w", err)
 	}
 	return res, nil
 }
 
-func (c *Critic) train(ctx context.Context, data Data, cfg CriticConfig) (*CriticResult, error) {
+func (c *Critic) train(ctx context.Context, data jigsaw.Data, cfg CriticConfig) (*CriticResult, error) {
 	start := time.Now()
 	if err := cfg.defaults(); err != nil {
 		return nil, err
@@ -299,7 +302,7 @@ func (c *Critic) train(ctx context.Context, data Data, cfg CriticConfig) (*Criti
 	if cfg.Hard != nil && cfg.Hard.Grid() != g {
 		return nil, fmt.Errorf("the ensemble's grid %+v is not the critic's %+v", cfg.Hard.Grid(), g)
 	}
-	z, err := MakePuzzles(g, data.Pixels, nil, rand.New(rand.NewPCG(cfg.Seed, 0x68617264))) // "hard"
+	z, err := jigsaw.MakePuzzles(g, data.Pixels, nil, rand.New(rand.NewPCG(cfg.Seed, 0x68617264))) // "hard"
 	if err != nil {
 		return nil, err
 	}
@@ -328,7 +331,7 @@ func (c *Critic) train(ctx context.Context, data Data, cfg CriticConfig) (*Criti
 // criticTask is the loss of Critic.Train.
 type criticTask struct {
 	c     *Critic
-	z     *Puzzles
+	z     *jigsaw.Puzzles
 	moves []move
 	hard  [][]int32 // per image: indices into moves of its hard wrong arrangements
 	share float64
@@ -413,7 +416,7 @@ func sameUnder(m move, pieces []float64, ps int) bool {
 // hardMoves returns, for every puzzle of z, the indices into moves of the top
 // moves from the true arrangement that the decoder score of d ranks highest,
 // leaving out those that change nothing.
-func (e *Ensemble) hardMoves(z *Puzzles, moves []move, d Decoder, top int) ([][]int32, error) {
+func (e *Ensemble) hardMoves(z *jigsaw.Puzzles, moves []move, d Decoder, top int) ([][]int32, error) {
 	d.Critic, d.CriticWeight = nil, 0 // the moves are ranked by E alone
 	if err := e.check(d); err != nil {
 		return nil, err
@@ -423,9 +426,9 @@ func (e *Ensemble) hardMoves(z *Puzzles, moves []move, d Decoder, top int) ([][]
 		return nil, err
 	}
 	n := e.nets[0]
-	nn2, ps := n.grid.N(), n.grid.PieceSize()
+	nn2, ps := n.Grid().N(), n.Grid().PieceSize()
 	out := make([][]int32, z.Len())
-	n.eachPuzzle(z.Len(), func(s *arranger, b int) {
+	eachPuzzle(n.Grid().P, z.Len(), func(s *arranger, b int) {
 		e.setScore(s, z, b, logits[b], d)
 		s.place(z.Perms[b])
 		truth := append([]int(nil), s.at...)
@@ -456,9 +459,9 @@ const rerankChunk = 32
 
 // rerank replaces every prediction by the arrangement with the highest
 // E + w·D among it and its one-move neighbours (see Critic).
-func (e *Ensemble) rerank(z *Puzzles, logits []*mat.Dense, preds []perm.Perm, d Decoder) error {
+func (e *Ensemble) rerank(z *jigsaw.Puzzles, logits []*mat.Dense, preds []perm.Perm, d Decoder) error {
 	n := e.nets[0]
-	g := n.grid
+	g := n.Grid()
 	nn2 := g.N()
 	moves := oneMoves(nn2)
 	cands := len(moves) + 1
@@ -469,7 +472,7 @@ func (e *Ensemble) rerank(z *Puzzles, logits []*mat.Dense, preds []perm.Perm, d 
 	t := ad.NewTape()
 	for lo := 0; lo < len(preds); lo += rerankChunk {
 		hi := min(lo+rerankChunk, len(preds))
-		n.eachPuzzle(hi-lo, func(s *arranger, k int) {
+		eachPuzzle(n.Grid().P, hi-lo, func(s *arranger, k int) {
 			b := lo + k
 			e.setScore(s, z, b, logits[b], d)
 			s.place(preds[b])
@@ -486,7 +489,7 @@ func (e *Ensemble) rerank(z *Puzzles, logits []*mat.Dense, preds []perm.Perm, d 
 				copy(s.at, at)
 				energies[k*cands+c] = s.energy()
 				// the sizes are the grid's, so neither call can fail
-				_ = g.Scramble(s.pieces, n.scrambledOf(z, b), at)
+				_ = g.Scramble(s.pieces, scrambledOf(z, b), at)
 				_ = g.Assemble(imgs[(k*cands+c)*size:(k*cands+c+1)*size], s.pieces)
 			}
 		})
@@ -513,7 +516,7 @@ func (e *Ensemble) rerank(z *Puzzles, logits []*mat.Dense, preds []perm.Perm, d 
 // criticFile is the gob form of a saved critic.
 type criticFile struct {
 	Version int
-	Grid    Grid
+	Grid    jigsaw.Grid
 	Names   []string
 	Values  [][]float64
 }
@@ -524,9 +527,9 @@ const criticVersion = 1
 // Save writes the critic (its grid and weights) to w.
 func (c *Critic) Save(w io.Writer) error {
 	f := criticFile{Version: criticVersion, Grid: c.grid}
-	f.Names, f.Values = paramValues(c.params)
+	f.Names, f.Values = paramfile.Values(c.params)
 	if err := gob.NewEncoder(w).Encode(f); err != nil {
-		return fmt.Errorf("jigsaw: Critic.Save: %w", err)
+		return fmt.Errorf("decode: Critic.Save: %w", err)
 	}
 	return nil
 }
@@ -536,24 +539,24 @@ func (c *Critic) Save(w io.Writer) error {
 func LoadCritic(r io.Reader) (*Critic, error) {
 	var f criticFile
 	if err := gob.NewDecoder(r).Decode(&f); err != nil {
-		return nil, fmt.Errorf("jigsaw: LoadCritic: %w", err)
+		return nil, fmt.Errorf("decode: LoadCritic: %w", err)
 	}
 	if f.Version != criticVersion {
-		return nil, fmt.Errorf("jigsaw: LoadCritic: file version %d, this build reads %d", f.Version, criticVersion)
+		return nil, fmt.Errorf("decode: LoadCritic: file version %d, this build reads %d", f.Version, criticVersion)
 	}
 	// Check the weights the grid asks for before allocating them.
 	if err := checkCriticGrid(f.Grid); err != nil {
-		return nil, fmt.Errorf("jigsaw: LoadCritic: %w", err)
+		return nil, fmt.Errorf("decode: LoadCritic: %w", err)
 	}
-	if want, have := criticWeights(f.Grid), countValues(f.Values); have != want {
-		return nil, fmt.Errorf("jigsaw: LoadCritic: the file holds %d weights, a critic of its grid has %d", have, want)
+	if want, have := criticWeights(f.Grid), paramfile.Count(f.Values); have != want {
+		return nil, fmt.Errorf("decode: LoadCritic: the file holds %d weights, a critic of its grid has %d", have, want)
 	}
 	c, err := newCritic(f.Grid, 0)
 	if err != nil {
-		return nil, fmt.Errorf("jigsaw: LoadCritic: %w", err)
+		return nil, fmt.Errorf("decode: LoadCritic: %w", err)
 	}
-	if err := setParams(c.params, f.Names, f.Values); err != nil {
-		return nil, fmt.Errorf("jigsaw: LoadCritic: %w", err)
+	if err := paramfile.Set(c.params, f.Names, f.Values); err != nil {
+		return nil, fmt.Errorf("decode: LoadCritic: %w", err)
 	}
 	return c, nil
 }
@@ -562,7 +565,7 @@ func LoadCritic(r io.Reader) (*Critic, error) {
 // leaves the old file or the new one, never a part.
 func (c *Critic) SaveFile(path string) error {
 	if err := atomicfile.Write(path, c.Save); err != nil {
-		return fmt.Errorf("jigsaw: Critic.SaveFile: %w", err)
+		return fmt.Errorf("decode: Critic.SaveFile: %w", err)
 	}
 	return nil
 }
@@ -571,7 +574,7 @@ func (c *Critic) SaveFile(path string) error {
 func LoadCriticFile(path string) (*Critic, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, fmt.Errorf("jigsaw: LoadCriticFile: %w", err)
+		return nil, fmt.Errorf("decode: LoadCriticFile: %w", err)
 	}
 	defer f.Close()
 	return LoadCritic(f)
@@ -579,7 +582,7 @@ func LoadCriticFile(path string) (*Critic, error) {
 
 // criticTerms returns w·D (w = d.CriticWeight) of every puzzle of z in the
 // arrangement preds[b] (piece → position).
-func criticTerms(z *Puzzles, preds []perm.Perm, d Decoder) ([]float64, error) {
+func criticTerms(z *jigsaw.Puzzles, preds []perm.Perm, d Decoder) ([]float64, error) {
 	c := d.Critic
 	g := c.grid
 	nn2, ps, size := g.N(), g.PieceSize(), c.imageSize()
@@ -611,4 +614,14 @@ func criticTerms(z *Puzzles, preds []perm.Perm, d Decoder) ([]float64, error) {
 		}
 	}
 	return out, nil
+}
+
+// criticWeights returns the number of weights newCritic makes on grid g,
+// which checkCriticGrid accepts (see newCritic).
+func criticWeights(g jigsaw.Grid) int {
+	h2, w2 := ((g.CropH()-4)/2-4)/2, ((g.CropW()-4)/2-4)/2
+	w := paramfile.DenseWeights(paramfile.Mul(g.Channels, 25), 32, true) // conv1
+	w = paramfile.Add(w, paramfile.DenseWeights(32*25, 64, true))        // conv2
+	w = paramfile.Add(w, paramfile.DenseWeights(paramfile.Mul(64, paramfile.Mul(h2, w2)), 128, true))
+	return paramfile.Add(w, paramfile.DenseWeights(128, 2, true))
 }

@@ -1,4 +1,4 @@
-package jigsaw
+package decode
 
 import (
 	"math"
@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/permlab/permlab/networks/jigsaw"
 	"github.com/permlab/permlab/perm"
 )
 
@@ -33,7 +34,7 @@ func TestOnSide(t *testing.T) {
 // outer row or column), and that borderFeatures is their gradient: E's
 // border part at an arrangement is Σ_d Border[d]ᵀ features_d.
 func TestBorderTerms(t *testing.T) {
-	g, err := NewGrid(1, 12, 12, 3) // 4 × 4 pieces
+	g, err := jigsaw.NewGrid(1, 12, 12, 3) // 4 × 4 pieces
 	require.NoError(t, err)
 	rng := rand.New(rand.NewPCG(5, 1))
 	nn2, ps := g.N(), g.PieceSize()
@@ -84,7 +85,7 @@ func TestBorderTerms(t *testing.T) {
 
 	pred := perm.Perm(rng.Perm(nn2))
 	gb := [][]float64{make([]float64, 4), make([]float64, 4), make([]float64, 4), make([]float64, 4)}
-	borderFeatures(gb, 3, pred, strips(g, scr, 1, 1), 1)
+	borderFeatures(gb, 3, pred, jigsaw.Strips(g, scr, 1, 1), 1)
 	viaFeatures, viaScores := 0.0, 0.0
 	for d := range gb {
 		for k, x := range gb[d] {
@@ -125,14 +126,14 @@ func framedImages(rng *rand.Rand, n, h int) []float64 {
 func TestFitPairsBorder(t *testing.T) {
 	net := fitNet(t)
 	rng := rand.New(rand.NewPCG(7, 3))
-	train, err := MakePuzzles(net.Grid(), framedImages(rng, 120, 12), nil, rng)
+	train, err := jigsaw.MakePuzzles(net.Grid(), framedImages(rng, 120, 12), nil, rng)
 	require.NoError(t, err)
-	held, err := MakePuzzles(net.Grid(), framedImages(rng, 60, 12), nil, rng)
+	held, err := jigsaw.MakePuzzles(net.Grid(), framedImages(rng, 60, 12), nil, rng)
 	require.NoError(t, err)
 	d := Decoder{Pairwise: 1, Anneal: 3000, Seed: 2}
 	fc := FitConfig{Epochs: 6, Batch: 10, LR: 0.05, Anneal: 500, Seed: 1, FitBorder: true}
 	var hist []FitProgress
-	w, err := net.FitPairs(train, d, nil, fc, func(p FitProgress) { hist = append(hist, p) })
+	w, err := FitPairs(net, train, d, nil, fc, func(p FitProgress) { hist = append(hist, p) })
 	require.NoError(t, err)
 	require.Len(t, hist, 6)
 	t.Logf("fit: %+v", hist)
@@ -147,15 +148,15 @@ func TestFitPairsBorder(t *testing.T) {
 		assert.Negative(t, sum, "ink on side %d of the puzzle should cost", side)
 	}
 	fc.FitBorder = false
-	plain, err := net.FitPairs(train, d, nil, fc, nil)
+	plain, err := FitPairs(net, train, d, nil, fc, nil)
 	require.NoError(t, err)
 	assert.Nil(t, plain.Border)
 
 	dp, db := d, d
 	dp.Pair, db.Pair = plain, w
-	without, err := net.EvaluateWith(held, dp)
+	without, err := Evaluate(net, held, dp)
 	require.NoError(t, err)
-	with, err := net.EvaluateWith(held, db)
+	with, err := Evaluate(net, held, db)
 	require.NoError(t, err)
 	t.Logf("held-out prop. wrong %.3f fitted without a border, %.3f with", without.PropWrong, with.PropWrong)
 	assert.Less(t, with.PropWrong, without.PropWrong/2, "the border should help")
@@ -165,9 +166,9 @@ func TestFitPairsBorder(t *testing.T) {
 	zero.Border = [][]float64{make([]float64, plain.LenV), make([]float64, plain.LenV), make([]float64, plain.LenH), make([]float64, plain.LenH)}
 	dz := d
 	dz.Pair = &zero
-	a, err := net.SolveWith(held, dp)
+	a, err := Solve(net, held, dp)
 	require.NoError(t, err)
-	b, err := net.SolveWith(held, dz)
+	b, err := Solve(net, held, dz)
 	require.NoError(t, err)
 	assert.Equal(t, a, b)
 
@@ -182,7 +183,7 @@ func TestFitPairsBorder(t *testing.T) {
 	nn2 := net.Grid().N()
 	logits := make([]float64, nn2*nn2)
 	s1, s2 := newArranger(3), newArranger(3)
-	scr := net.scrambledOf(held, 0)
+	scr := scrambledOf(held, 0)
 	u1 := s1.unaryScores(logits, w, net.Grid(), scr)
 	u2 := s2.unaryScores(logits, deep, net.Grid(), scr)
 	for k := range u1 {
