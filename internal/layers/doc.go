@@ -22,18 +22,3 @@
 // other; between units, imports only point down. Test files are not
 // checked: a test may use a higher layer to exercise a lower one.
 package layers
-
-// Layers lists the units of each layer, from the bottom up. A pattern ending
-// in "/..." is the folder and everything under it; any other pattern is the
-// one package at that path (relative to the module root).
-var Layers = [][]string{
-	{"internal/..."},
-	{"perm", "compare", "dataset", "deploy"},
-	{"ad/..."},
-	{"relax", "nn/...", "internal/paramfile"},
-	{"dist"},
-	{"models", "networks/..."},
-	{"vi", "mcmc"},
-	{"models/...", "celegans"},
-	{"examples/...", "benchmarks/..."},
-}
