@@ -331,9 +331,10 @@ func TestBudgetDrawTiming(t *testing.T) {
 		assert.Positive(t, p.drawCost.Load(), "%v", kind)
 		if kind == GuideRounding {
 			assert.Zero(t, p.drawFixed.Load(), "everything counted per draw")
-		} else {
-			assert.GreaterOrEqual(t, p.drawFixed.Load(), int64(0))
 		}
+		// The Gumbel-Sinkhorn split into a cost per draw and the summary's
+		// fixed cost is a difference of two timings, clamped at 0, so no
+		// bound on it is safe to assert beyond what the reserve test checks.
 		p.retimeDraws(guides, 2)
 		assert.Positive(t, p.drawCost.Load(), "%v", kind)
 	}
