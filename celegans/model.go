@@ -272,12 +272,19 @@ type Model struct {
 	data    bool       // the statistics are in the data form (see logLikData)
 	dataMu  sync.Mutex // guards dataIdx
 	dataIdx map[*relax.SparsePattern]*patternIndex
+	dots    []*pairDots // per worm, the data form's dot products of recorded rows
 }
 
 // NewModel returns the model of p.
 func NewModel(p *Problem) *Model {
 	m := &Model{P: p, SigmaW: DefaultSettings().SigmaW, data: p.Stats[0].DataForm()}
 	n := p.N()
+	if m.data {
+		m.dots = make([]*pairDots, len(p.Stats))
+		for j := range m.dots {
+			m.dots[j] = new(pairDots)
+		}
+	}
 	for _, s := range p.Stats {
 		if m.data {
 			break

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"sync"
+	"sync/atomic"
 
 	"gonum.org/v1/gonum/mat"
 
@@ -32,9 +34,13 @@ import (
 //
 // Conditionals of W. The rows of the canonical W are Gaussian regressions
 // whose statistics are entries of the pooled canonical moments (Sxx over a
-// row's support, Syx at the row); dataMoments computes each entry it is
-// asked for from the recordings, O(worms·T'), so a draw of W costs
-// O(Σ_r deg_r²·worms·T') and nothing N × N is formed.
+// row's support, Syx at the row); dataMoments reads each entry it is asked
+// for from the recordings, so a draw of W costs O(Σ_r deg_r²·worms) entries
+// and nothing N × N is formed. An entry is a sum over worms of dot products
+// of two recorded rows, O(T') each; the recordings never change, so the
+// dot products are cached by their pair of recorded rows (pairDots), and a
+// chain whose permutations move little reads most entries of later draws
+// from the cache, bit for bit what it would compute.
 
 // dataMoments presents the pooled canonical moments of the data form,
 //
@@ -64,16 +70,74 @@ func (d *dataMoments) At(a, c int) float64 {
 	}
 	total := 0.0
 	for j, s := range d.m.P.Stats {
-		tt := s.Count
-		src := s.Prev.RawMatrix().Data
-		if d.yx {
-			src = s.Next.RawMatrix().Data
-		}
-		x := s.Prev.RawMatrix().Data
-		ra, rc := d.inv[j][a], d.inv[j][c]
-		total += f64.Dot(src[ra*tt:(ra+1)*tt], x[rc*tt:(rc+1)*tt])
+		total += d.m.dots[j].dot(s, d.yx, d.inv[j][a], d.inv[j][c])
 	}
 	return total
+}
+
+// pairDots caches the dot products of pairs of one worm's recorded rows,
+// X[i]·X[k] (symmetric, kept once) and Y[i]·X[k], for dataMoments. It is
+// safe for concurrent use by the chains; once it holds maxPairDots
+// products it computes the rest without keeping them, so its memory stays
+// bounded (about 40 bytes a product) whatever N.
+type pairDots struct {
+	shards [pairShards]struct {
+		mu sync.RWMutex
+		m  map[uint64]float64
+	}
+	size  atomic.Int64
+	limit int64 // the most products kept; 0 is maxPairDots
+}
+
+const (
+	// pairShards is the number of independently locked parts of a
+	// pairDots, so that concurrent chains rarely wait for each other.
+	pairShards = 64
+	// maxPairDots bounds the products a pairDots keeps: 4M, about
+	// 160 MiB, a few draws' worth at 20,000 neurons with 25 neighbours.
+	maxPairDots = 1 << 22
+)
+
+// dot returns X[i]·X[k] (yx false) or Y[i]·X[k] (yx true) of the
+// recording s, from the cache when it is there.
+func (p *pairDots) dot(s *Stats, yx bool, i, k int) float64 {
+	if !yx && i > k {
+		i, k = k, i // X[i]·X[k] = X[k]·X[i] bit for bit: the same products summed in the same order
+	}
+	key := uint64(i)<<32 | uint64(k)
+	if yx {
+		key |= 1 << 63
+	}
+	sh := &p.shards[(key*0x9E3779B97F4A7C15)>>58]
+	sh.mu.RLock()
+	v, ok := sh.m[key]
+	sh.mu.RUnlock()
+	if ok {
+		return v
+	}
+	tt := s.Count
+	x := s.Prev.RawMatrix().Data
+	src := x
+	if yx {
+		src = s.Next.RawMatrix().Data
+	}
+	v = f64.Dot(src[i*tt:(i+1)*tt], x[k*tt:(k+1)*tt])
+	limit := p.limit
+	if limit == 0 {
+		limit = maxPairDots
+	}
+	if p.size.Load() < limit {
+		sh.mu.Lock()
+		if sh.m == nil {
+			sh.m = make(map[uint64]float64)
+		}
+		if _, had := sh.m[key]; !had {
+			sh.m[key] = v
+			p.size.Add(1)
+		}
+		sh.mu.Unlock()
+	}
+	return v
 }
 
 // dataStats returns the pooled canonical moments of the data form for the

@@ -1,13 +1,16 @@
 package celegans
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/permlab/permlab/internal/f64"
 	"github.com/permlab/permlab/models"
 	"github.com/permlab/permlab/perm"
 )
@@ -114,4 +117,76 @@ func TestDataFormExactPaths(t *testing.T) {
 
 	// The models package's own check of the fast paths against LogLik.
 	require.NoError(t, models.CheckFastPaths(md, 10, 3, 1e-9))
+}
+
+// TestPairDotsExact checks the data form's cache of dot products: every
+// entry of the pooled moments read through it, before and after it fills,
+// from several goroutines at once and with a cache too small to hold them,
+// equals the dot products computed directly, bit for bit, in both
+// triangles of Sxx.
+func TestPairDotsExact(t *testing.T) {
+	sim, masks := simFor(t, 30, 2, 3, 40, 0.3, 7)
+	_, data := dataProblem(t, sim, masks)
+	rng := rand.New(rand.NewPCG(4, 5))
+	ps := []perm.Perm{perm.Random(30, rng), perm.Random(30, rng)}
+	direct := func(yx bool, a, c int) float64 {
+		total := 0.0
+		for j, s := range data.Stats {
+			q := make([]int, 30)
+			for i, b := range ps[j] {
+				q[b] = i
+			}
+			x, src := s.Prev.RawMatrix().Data, s.Prev.RawMatrix().Data
+			if yx {
+				src = s.Next.RawMatrix().Data
+			}
+			tt := s.Count
+			total += f64.Dot(src[q[a]*tt:(q[a]+1)*tt], x[q[c]*tt:(q[c]+1)*tt])
+		}
+		return total
+	}
+	for _, limit := range []int64{0, 50} {
+		m := NewModel(data)
+		for _, d := range m.dots {
+			d.limit = limit
+		}
+		sxx, syx := m.dataStats(ps)
+		for pass := range 2 {
+			var wg sync.WaitGroup
+			errs := make(chan string, 4*30*30)
+			for g := range 4 {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for a := range 30 {
+						for c := range 30 {
+							if (a+c)%4 != g && pass == 0 {
+								continue
+							}
+							if got, want := sxx.At(a, c), direct(false, a, c); got != want {
+								errs <- fmt.Sprintf("limit %d pass %d: Sxx[%d][%d] = %v, want %v", limit, pass, a, c, got, want)
+							}
+							if got, want := syx.At(a, c), direct(true, a, c); got != want {
+								errs <- fmt.Sprintf("limit %d pass %d: Syx[%d][%d] = %v, want %v", limit, pass, a, c, got, want)
+							}
+						}
+					}
+				}()
+			}
+			wg.Wait()
+			close(errs)
+			for e := range errs {
+				t.Error(e)
+			}
+		}
+		for j, d := range m.dots {
+			kept := d.size.Load()
+			if limit == 0 {
+				// Sxx keeps one product per unordered pair, Syx one per ordered pair.
+				assert.EqualValues(t, 30*31/2+30*30, kept, "worm %d", j)
+			} else {
+				assert.LessOrEqual(t, kept, limit+4, "worm %d: the cache outgrew its limit (by at most one product per concurrent writer)", j)
+			}
+		}
+	}
 }
