@@ -59,7 +59,7 @@
 // models.Exact can enumerate small problems. So vi.FitModel and
 // mcmc.RunModel run it as they run any model (see ExampleModel), and the
 // methods below are nothing but calls of those two engines with option
-// values: the paper's tables exercise the engines that users call.
+// values: an experiment exercises the engines that users call.
 //
 // # Methods
 //
@@ -69,7 +69,9 @@
 // Linderman et al., both through vi.FitModel (viOptions lists the option
 // values), and an MCMC baseline through mcmc.RunModel (Gibbs draws of W,
 // Metropolis–Hastings swaps of two labels of each P_j). Each estimates P_j as
-// the masked matching of the assignment frequencies of its posterior draws.
+// the masked matching of the assignment frequencies of its posterior draws
+// (for MCMC, Settings.Estimator chooses the draws, or the single most
+// likely one).
 //
 // Unless Settings.NoPolish is set, every method's estimate is then checked
 // against the model alike, within the same budget (the method gets 90% of
@@ -104,9 +106,10 @@
 // Gibbs draw and the conditional maximum of W, and the collapsed likelihood
 // (LogLikGap, the polishing of estimates), read each entry of the pooled
 // moments they need, over the rows of W's support, from the recordings:
-// O(Σ_r deg_r²·T) per draw, nothing N × N. The rounding guide keeps N × N
-// parameters. The scaling table (benchmarks/scale) measures the step, the
-// memory and the accuracy up to 20,000 neurons.
+// O(Σ_r deg_r²·T) per draw, nothing N × N. The rounding guide of a sparse
+// mask is stored sparsely too (vi.SparseRounding). The scaling table
+// (benchmarks/scale) measures the step, the memory and the accuracy up to
+// 20,000 neurons.
 //
 // # Experiments
 //
@@ -122,51 +125,34 @@
 //
 // The command examples/celegans runs it. With no flags it is a quick
 // comparison of all methods on one cell of Table 3 on the synthetic worm;
-// the full reproduction, from the repository root, is
-//
-//	go run ./examples/celegans -table all -seeds 5 -budget 30s \
-//		-chains 2 -estimator best -round-tau 0.7 \
-//		-connect ../shared/data/celegans/NeuronConnect.csv \
-//		-types ../shared/data/celegans/NeuronType.csv
-//
-// (see go run ./examples/celegans -h for the budget and the other flags).
+// -connect and -types read the WormAtlas files, -table and -seeds choose
+// the grid, and go run ./examples/celegans -h lists the other flags.
+// celegans/README.md gives the commands of the reported tables.
 //
 // # Hyperparameters
 //
-// Fixed from the published protocols: Adam, L = 20 Sinkhorn iterations (the
-// seed paper), one sample per step, σ_W = 0.2 for the prior on each weight
-// (the simulated weights have standard deviation near 0.1); for rounding,
-// τ = 0.3 and initial noise 0.3 (inside the range [0.1, 0.5] of Linderman
-// et al.) and prior components of standard deviation 0.2; MCMC uses the
-// same σ_W.
+// DefaultSettings are the package's defaults. Some come from the published
+// protocols: Adam, L = 20 Sinkhorn iterations (the seed paper), one sample
+// per step, σ_W = 0.2 for the prior on each weight (the simulated weights
+// have standard deviation near 0.1), and for rounding τ = 0.3, initial
+// noise 0.3 (inside the range [0.1, 0.5] of Linderman et al.) and prior
+// components of standard deviation 0.2; MCMC uses the same σ_W, and by
+// default one chain and the second half of its draws. Gumbel-Sinkhorn's
+// were chosen by hand on the tuning seeds and cells below: τ = 1,
+// τ_prior = 1, learning rate 0.1, at most 5000 steps, and a restart of a
+// fit whose ELBO gains less than two standard errors over 50 steps
+// (Settings.PlateauWindow), the fit with the best final ELBO giving the
+// estimate; the tuning grids have since ranked τ = 1.5 first. The rounding
+// method runs without restarts, as in its paper.
 //
-// Every method was tuned by the same protocol, on the tuning seeds 101 and
-// 102 (never on the evaluation seeds 1 to 5), on the real connectome, in the
-// cells 30-easy and 20-hard of Table 3 and 10c-4w of Table 7, with the 30 s
-// budget: nine settings variants per method, 54 runs each, written to
-// results files by the tuning runner (go run ./examples/celegans -tune).
-// The grids, the results and the tables are in celegans/tuning/README.md.
-//
-// Gumbel-Sinkhorn's settings were first chosen by hand on those seeds and
-// cells: τ = 1, τ_prior = 1, learning rate 0.1, steps until the budget ends
-// (cap 5000), and restarts of a fit whose ELBO gained less than two
-// standard errors over the last 50 steps (Settings.PlateauWindow; the fit
-// with the best final ELBO gives the estimate), added after the first
-// five-seed Table 7 fell short of the paper at 10c-4w. That record was not
-// kept as results files, so the choice was replayed with the runner
-// (celegans/tuning/gumbel-sinkhorn.json: τ 0.3, 0.5, 0.7 and 1.5,
-// τ_prior 0.5, learning rate 0.2, a cap of 400 steps and no restarts, each
-// one change from the choice). The replay confirms or ties every axis but
-// one: τ = 1.5, the edge of the grid, averages 0.913 against the choice's
-// 0.901, so the tables run Gumbel-Sinkhorn with its second-ranked variant
-// (a handicap to Gumbel-Sinkhorn alone).
-//
-// The rounding method and MCMC were tuned afterwards
-// (celegans/tuning/baselines.json). Chosen: rounding τ = 0.7; MCMC two
-// chains in parallel with the estimate from the best draw. DefaultSettings
-// keep the earlier, untuned baseline values; the tables' command passes the
-// tuned ones as flags (-round-tau 0.7 -chains 2 -estimator best). The
-// rounding method runs without restarts, as in its paper.
+// Every method is tuned by the same protocol: a fixed list of settings
+// variants, run by the tuning runner (go run ./examples/celegans -tune) on
+// the tuning seeds 101 and 102 (never on the evaluation seeds 1 to 5), on
+// the real connectome, in the cells 30-easy and 20-hard of Table 3 and
+// 10c-4w of Table 7, with the 30 s budget; the variant with the best mean
+// accuracy is the one evaluated. celegans/tuning/README.md has the grids,
+// the results and the choices. The tables' commands (celegans/README.md)
+// pass the chosen settings as flags where they differ from DefaultSettings.
 //
 // Every method of a cell gets the same wall-clock budget (the -budget flag)
 // and all of them use it to the end; each keeps what its final estimate was
@@ -174,28 +160,12 @@
 //
 // # Results
 //
-// The measured Tables 3 and 7, with the paper's numbers beside ours, the
-// commands that produced them and the figures, are in README.md in this
-// directory, with the command that reprints them from the committed results
-// files (go run ./examples/celegans -report celegans/results/tables). In
-// short: on the real connectome, with five seeds, 30 s per method and run on
-// 2 cores and every method tuned by the same protocol, Gumbel-Sinkhorn VI
-// meets or beats the paper's Gumbel-Sinkhorn row in all 16 cells counting
-// every neuron, falls below it in one counting only the unknown neurons
-// (Table 7, 60 candidates, 1 worm), and beats both tuned baselines in 14
-// cells; tuned rounding wins the one-worm cells with 30 and 60 candidates.
-// In the 180 runs that record it (Table 7 and Table 3's 10% hard), every
-// estimate of every method has a far lower collapsed likelihood than the
-// true identities (Problem.LogLikGap): the misses are failures of search
-// within the budget, not of the data.
-//
-// Those tables were computed before the methods moved onto vi.FitModel and
-// mcmc.RunModel, with the methods' own fitting loop and sampler (the same
-// model and settings; other seeds streams, W's initial spread and the
-// variational estimate from the mean of relaxed samples instead of hard
-// draws). Rerunning them on the engines is open work; a run of the current
-// code gives numbers that differ from the committed ones within the change
-// of the code path, not the same digits.
+// celegans/README.md has the measured Tables 3 and 7 with the paper's
+// numbers beside them, the commands that produced them, the figures, and
+// the command that reprints the tables from the committed results files
+// (go run ./examples/celegans -report celegans/results/tables). It also
+// says which code path computed each set of results files.
+// celegans/results/NOTES.md keeps the history behind this documentation.
 //
 // # References
 //

@@ -230,7 +230,7 @@ type Experiment struct {
 	Seeds   int      // number of seeds; 0 means 1
 	// SeedStart is the first seed: the runs use seeds SeedStart, …,
 	// SeedStart+Seeds-1 (0 means 1). The reported tables use seeds 1-5;
-	// the hyperparameters were chosen on seeds 101-104.
+	// the hyperparameters were tuned on seeds 101 and 102.
 	SeedStart int
 
 	// Connectome is the worm; nil means Synthetic(0, 1). ConnectomeName

@@ -42,8 +42,8 @@ func ParseMethod(s string) (Method, error) {
 }
 
 // Settings are the hyperparameters of the methods. DefaultSettings gives the
-// values used for the reported tables; the package documentation
-// (Hyperparameters) says how they were chosen.
+// package's defaults; the package documentation (Hyperparameters) says where
+// they come from and how the settings of the reported tables were tuned.
 type Settings struct {
 	// Budget is the wall-clock time each method may use; 0 means no limit
 	// (then Steps and Sweeps end the run).
@@ -106,7 +106,9 @@ type Settings struct {
 	NoPolish bool
 }
 
-// DefaultSettings returns the settings used for the reported tables.
+// DefaultSettings returns the default settings (see the package
+// documentation, Hyperparameters). The reported tables pass tuned values
+// for some of them as flags.
 func DefaultSettings() Settings {
 	return Settings{
 		Steps: 5000, K: 1, LR: 0.1, Tau: 1, TauPrior: 1, Iters: 20,

@@ -15,8 +15,9 @@
 //	y[n,f,i,j] = b[f] + Σ_{c,u,v} W[f,c,u,v] · x[n, c, S·i+u−P, S·j+v−P],
 //
 // computed as one matrix product per sample (im2col, read in place from
-// the padded sample rather than copied); MaxPool2D takes window maxima. The activations ReLU, LeakyReLU, ELU, Sigmoid, Tanh and
-// Softplus have no parameters; Flatten turns (N, …) into (N, d).
+// the padded sample rather than copied); MaxPool2D takes window maxima.
+// The activations ReLU, LeakyReLU, ELU, Sigmoid, Tanh and Softplus have no
+// parameters; Flatten turns (N, …) into (N, d).
 // Sequential chains layers and Collect gathers their parameters for an
 // optimizer (package ad/optim) or for Save.
 //
@@ -71,9 +72,9 @@
 // Everything else (activations, losses, gradients outside the products,
 // the parameters Adam updates) stays float64, so the saved parameters and
 // their file format do not depend on it. On CPUs with AVX2 and FMA a
-// float32 product runs at twice the float64 rate; the categorical VAE's
-// training step (models/vae) is 1.27-1.29 times faster on one thread and
-// 1.17-1.21 times on two. The bits are still independent of GOMAXPROCS.
+// float32 product runs at about twice the float64 rate (benchmarks/README.md
+// measures what that gives the categorical VAE's training step). The bits
+// are still independent of GOMAXPROCS.
 //
 // # Parameter files
 //

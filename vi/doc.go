@@ -51,12 +51,13 @@
 // (N >= SparseMinN and at most SparseDensity of the entries allowed) gets
 // a SparseGumbelSinkhorn guide: the same family, prior and KL, with
 // logits, noise and Sinkhorn iterations over the allowed entries only, so
-// that a step costs O(K·L·NNZ) instead of O(K·L·B·N²). Its samples reach
-// the model in the sparse layout of package models, shape (K, NNZ); a
-// LogLik that reads the site with Sample.Perm gets them scattered into
-// the dense shape, one that reads Sample.PermSparse gets them as they are
-// and never forms anything N × N. ModelOptions.PermLayout overrides the
-// choice.
+// that a step costs O(K·L·NNZ) instead of O(K·L·B·N²); a rounding guide
+// (GuideRounding) of such a site is a SparseRounding. The samples of a
+// sparse guide reach the model in the sparse layout of package models,
+// shape (K, NNZ); a LogLik that reads the site with Sample.Perm gets them
+// scattered into the dense shape, one that reads Sample.PermSparse gets
+// them as they are and never forms anything N × N.
+// ModelOptions.PermLayout overrides the choice.
 //
 // Priors. A GumbelSinkhornPrior GS(X₀, τ_prior) is a density on the
 // Gumbel-space node and is targeted exactly; by default the guide uses the
@@ -75,11 +76,9 @@
 // (the uniform distribution). τ itself trades gradient noise (small τ) for
 // relaxation bias (large τ: relaxed matrices are averages of permutations,
 // which a likelihood such as ‖P·r − y‖² scores unlike any permutation); the
-// default anneals it geometrically from 1 to 0.1 over the fit. On four
-// 5-point matching problems the hard family's ELBO it reached was within
-// 0.15 nats of the best constant τ tried (0.1, 0.25, 0.3, 0.5, 1) on three,
-// and on the fourth it avoided the wrong mode that a constant τ = 0.1 fell
-// into.
+// default anneals it geometrically from 1 to 0.1 over the fit, a schedule
+// chosen against constant temperatures on small point-matching problems
+// (vi/NOTES.md has the comparison).
 //
 // Reading q(P). The marginals of a permutation site are the frequencies of
 // PosteriorDraws hard draws M(X + ε) of the fitted guide, the τ → 0 limit
@@ -89,9 +88,9 @@
 // the uniform matrix and is not the marginal of any distribution over
 // permutations, so it could not be compared with MCMC or exact
 // enumeration. The Gumbel-space KL bounds the KL in permutation space from
-// above and can be much looser (on a 5-point problem 8 nats against the
-// log 5! = 4.8 that any q can be from uniform), so q's marginals are
-// close to, not equal to, the exact ones.
+// above and can be much looser (the latter is at most log N! from a
+// uniform prior, the former grows without bound with X), so q's marginals
+// are close to, not equal to, the exact ones.
 //
 // Starts and restarts. Permutation posteriors are multimodal and each fit
 // finds one mode. Starts runs several fits from random initialisations
@@ -112,8 +111,9 @@
 // the whole call: the fits stop early enough for the posterior's draws,
 // whose cost is timed on the guides as they go, and the check of the
 // answer takes a tenth of the budget and stops at its end; the result is
-// what they reached (BudgetExhausted says so). ModelOptions.Trace reports each fit's current estimate every
-// TraceEvery steps, for accuracy-against-time curves. A model that needs a
+// what they reached (BudgetExhausted says so). ModelOptions.Trace reports
+// each fit's current estimate every TraceEvery steps, for
+// accuracy-against-time curves. A model that needs a
 // guide the automatic ones lack implements GuideProvider and returns its
 // own PermGuide or RealGuide for the sites it chooses; FitModel fits, reads
 // and checks it like the others. Fit and FitModel share their defaults
@@ -124,9 +124,10 @@
 //
 // The ELBO is a relaxed objective: it scores soft matrices and a factorised
 // family, and cannot see how probable the hard permutation a fit reports
-// is. On small models the plain method settles, confidently and without a
-// sign, in permutations tens to hundreds of nats less probable than the
-// exact mode (benchmarks/vicheck counts how often, family by family).
+// is. Even on small models the plain method can settle, with confident
+// marginals and no warning, in a permutation tens to hundreds of nats less
+// probable than the exact mode (benchmarks/vicheck counts how often,
+// family by family).
 // The model itself can tell: its likelihood accepts one-hot permutations.
 // So FitModel checks its answer by default (ModelOptions.Polish):
 //
@@ -162,11 +163,9 @@
 // never enumerates (that is models.Exact's job), so its cost grows
 // polynomially, O(n³) evaluations per pass over the 3-cycles of a
 // permutation of size n, and a search can end in the wrong mode
-// (models.ExampleScorer_Polish shows one). How often the answer is the
-// exact mode, and how often a wrong one comes without a warning, is
-// measured family by family by benchmarks/vicheck, against exact
-// enumeration for n ≤ 8 and against long MCMC runs at n = 20 and 40; its
-// README has the tables and the command that regenerates them.
+// (models.ExampleScorer_Polish shows one). benchmarks/vicheck measures,
+// family by family, how often the answer is the exact mode and how often
+// a wrong one comes without a warning; its README has the tables.
 //
 // What it costs. ModelResult.Polish.Elapsed and Evals: on the models of
 // benchmarks/vicheck a small part of the fit's own time, more where the
@@ -176,10 +175,9 @@
 //
 // Which engine to use. VI with the check when a point estimate of the
 // permutation is what matters and the model is large. Its marginals are
-// mode-seeking and overconfident (on the tutorial 0.99 where the truth is
-// 0.70); for calibrated marginals, start MCMC from the polished states,
-// mcmc.CalibrationOptions(res.Polish.States(4), seed),
-// a fraction of default MCMC's sweeps (benchmarks/vicheck measures the
+// mode-seeking and overconfident; for calibrated marginals, start MCMC
+// from the polished states, mcmc.CalibrationOptions(res.Polish.States(4),
+// seed), a fraction of default MCMC's sweeps (benchmarks/vicheck measures the
 // distance to the exact marginals and the time). Default MCMC when the model
 // is small or its swap moves are cheap (a few microseconds each, as for
 // point matching, where it is faster than VI). models.Exact when n is small

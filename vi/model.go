@@ -49,18 +49,18 @@ func (k GuideKind) String() string {
 	return fmt.Sprintf("GuideKind(%d)", int(k))
 }
 
-// PermLayout is how a Gumbel-Sinkhorn guide stores its site's
-// permutations: dense N×N logits per permutation, or only the entries the
-// masks allow.
+// PermLayout is how the guide of a permutation site (Gumbel-Sinkhorn or
+// rounding) stores its permutations: dense N×N parameters per permutation,
+// or only the entries the masks allow.
 type PermLayout int
 
 const (
 	// LayoutAuto is sparse for a large, sparsely masked site (see
 	// ModelOptions.PermLayout) and dense otherwise.
 	LayoutAuto PermLayout = iota
-	// LayoutDense is the GumbelSinkhorn guide.
+	// LayoutDense is the GumbelSinkhorn (or Rounding) guide.
 	LayoutDense
-	// LayoutSparse is the SparseGumbelSinkhorn guide.
+	// LayoutSparse is the SparseGumbelSinkhorn (or SparseRounding) guide.
 	LayoutSparse
 )
 
@@ -117,14 +117,14 @@ type ModelOptions struct {
 	Iters int
 	// NoKL drops the permutation sites' KL terms ("no regularization").
 	NoKL bool
-	// PermLayout chooses how the Gumbel-Sinkhorn guides store a
-	// permutation site: LayoutAuto (the default) uses the sparse layout
-	// (SparseGumbelSinkhorn, whose cost grows with the allowed entries)
-	// for a site of N >= SparseMinN whose masks allow at most
-	// SparseDensity of the entries, and the dense one (GumbelSinkhorn)
-	// otherwise. Both are the same family and give the same fit up to
-	// rounding; the model's LogLik sees the site in either layout (see
-	// models.Sample.PermSparse).
+	// PermLayout chooses how the guides of a permutation site store it:
+	// LayoutAuto (the default) uses the sparse layout
+	// (SparseGumbelSinkhorn or SparseRounding, whose cost grows with the
+	// allowed entries) for a site of N >= SparseMinN whose masks allow at
+	// most SparseDensity of the entries, and the dense one (GumbelSinkhorn
+	// or Rounding) otherwise. Both layouts are the same family and give the
+	// same fit up to rounding; the model's LogLik sees the site in either
+	// layout (see models.Sample.PermSparse).
 	PermLayout PermLayout
 
 	// Rounding configures the rounding guides (GuideRounding).
@@ -307,7 +307,8 @@ type ModelResult struct {
 	// Steps is the number of steps over all fits.
 	Steps int
 	// Guides are the chosen fit's guides, one per site in declaration
-	// order (a *GumbelSinkhorn or *Rounding for a permutation site).
+	// order (for a permutation site a *GumbelSinkhorn, *Rounding or their
+	// sparse forms, unless a GuideProvider built it).
 	Guides []Guide
 	// Polish is what the check of the answer found; nil when it was off
 	// or could not run (the notes say why).

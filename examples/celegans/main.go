@@ -110,7 +110,8 @@ type options struct {
 	tune, report                                          string
 	polish                                                bool
 	// hyper holds the method hyperparameters, one flag each, starting from
-	// celegans.DefaultSettings (the settings of the reported tables).
+	// celegans.DefaultSettings (the reported tables pass tuned values for
+	// some, celegans/README.md gives their commands).
 	hyper celegans.Settings
 
 	fs *flag.FlagSet // the flags, to tell which were given
@@ -142,8 +143,8 @@ func newFlags(o *options, out io.Writer) *flag.FlagSet {
 	fs.IntVar(&o.workers, "workers", 0, "run the grid as this many local shard processes pinned to disjoint cores, then collect")
 	fs.IntVar(&o.perWork, "cores-per-worker", 1, "cores (and GOMAXPROCS) of each -workers process")
 
-	// Hyperparameters of the methods (celegans.Settings), defaults as in the
-	// reported tables.
+	// Hyperparameters of the methods (celegans.Settings), defaults from
+	// celegans.DefaultSettings.
 	o.hyper = def
 	h := &o.hyper
 	fs.IntVar(&h.K, "k", def.K, "variational methods: samples per ELBO step")

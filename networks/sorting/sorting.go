@@ -64,9 +64,9 @@ type Config struct {
 }
 
 // DefaultSteps returns the number of training steps DefaultConfig uses for
-// lists of length n: 1000 up to n = 15, where validation lists were all
-// sorted well before, and 2000 above, the most our compute allowed for the
-// Table 1 grid (see the README).
+// lists of length n: 1000 up to n = 15, where validation lists are sorted
+// long before the end, and 2000 above, a limit set by the compute of the
+// Table 1 grid rather than by convergence.
 func DefaultSteps(n int) int {
 	if n <= 15 {
 		return 1000

@@ -26,11 +26,11 @@ import (
 )
 
 // Critic is a convolutional network that looks at a whole assembled image
-// and says whether its pieces are in place. The network of a puzzle sees one
-// piece at a time (and, with Config.Context, the mean of the others), and
-// its compatibilities see two touching strips; neither sees a stroke that
-// leaves one piece and does not arrive in the next, or a dot of ink alone
-// in a corner. The critic does:
+// and says whether its pieces are in place. The network of a puzzle sees
+// one piece at a time (and, with jigsaw.Config.Context, the mean of the
+// others), and its compatibilities see two touching strips; neither sees a
+// stroke that leaves one piece and does not arrive in the next, or a dot
+// of ink alone in a corner. The critic does:
 //
 //	Channels × CropH × CropW → conv 5×5, 32 → ReLU → pool 2
 //	                         → conv 5×5, 64 → ReLU → pool 2
@@ -140,7 +140,7 @@ func (c *Critic) NumParams() int {
 const criticBatch = 256
 
 // Scores returns D, the log-odds of being assembled right, for every image
-// of imgs: assembled crops (Grid.Assemble) one after another, each
+// of imgs: assembled crops (jigsaw.Grid.Assemble) one after another, each
 // Channels × CropH × CropW. The result does not depend on GOMAXPROCS.
 func (c *Critic) Scores(imgs []float64) ([]float64, error) {
 	d, err := c.scores(ad.NewTape(), imgs)

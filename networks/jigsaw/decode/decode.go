@@ -13,7 +13,8 @@ import (
 )
 
 // Decoder says how Solve turns the scores of a network into a hard
-// assignment. The zero value is the linear assignment M(g) of Solve.
+// assignment. The zero value gives the linear assignment M(g), the answer
+// of jigsaw.Net.Solve.
 //
 // With Pairwise > 0 or Seam > 0, Solve maximises the quadratic score of
 // an arrangement σ (piece → position)
@@ -23,11 +24,11 @@ import (
 //
 // with g the network's final logits (weighted by Pair.Unary when fitted
 // pair weights carry one), at(q) the piece placed at q, λ = Pairwise and
-// μ = Seam. c is the learned compatibility of two pieces side
-// by side (networks with Config.Refine only): for piece j right of piece i,
+// μ = Seam. c is the learned compatibility of two pieces side by side
+// (networks with jigsaw.Config.Refine only): for piece j right of piece i,
 // c_h(i, j) = b_right(i)ᵀ M_right b_left(j) + b_left(j)ᵀ M_left b_right(i),
 // the two terms that a round of edge matching adds when its assignment is
-// hard (c_v likewise with bottom and top). The rounds of Config.Refine only
+// hard (c_v likewise with bottom and top). The rounds of edge matching only
 // ever see soft neighbours; E scores the hard arrangement itself. D is the
 // seam dissimilarity, which needs no trained weights and so works with any
 // network: D_h(i, j) = ‖r(i) − l(j)‖², the squared distance between the
@@ -54,10 +55,11 @@ type Decoder struct {
 	// swaps only).
 	Anneal int
 	// StartTemp and EndTemp bound the annealing temperature, in units of
-	// E (0: 60 and 0.03). The defaults were set with the network's own
-	// compatibilities; with the fitted ones of networks/jigsaw/README.md at
-	// 6 × 6, 6 to 3 finds higher scores. The best arrangement seen is kept
-	// and climbed, so an end temperature well above 0 loses nothing.
+	// E (0: 60 and 0.03). The defaults suit the network's own
+	// compatibilities; fitted ones (Pair) can want other temperatures
+	// (networks/jigsaw/README.md uses 6 to 3 at 6 × 6). The best
+	// arrangement seen is kept and climbed, so an end temperature well
+	// above 0 loses nothing.
 	StartTemp, EndTemp float64
 	// Restarts is the number of independent annealing runs per puzzle,
 	// each from the climbed M(g) with a stream of its own; the arrangement
@@ -492,8 +494,8 @@ func (s *arranger) shiftBlock(rng *rand.Rand) {
 	}
 }
 
-// SearchGap splits the puzzles that a quadratic decoder gets wrong by whose
-// fault it is: the search's or the score's. See SearchGap.
+// Gap is what SearchGap reports: it splits the puzzles that a quadratic
+// decoder gets wrong by whose fault it is, the search's or the score's.
 type Gap struct {
 	// Puzzles is the number of puzzles compared.
 	Puzzles int `json:"puzzles"`

@@ -10,12 +10,12 @@
 // decoded by the quadratic score of the hard arrangement (Decoder, Solve):
 // the final logits plus λ times the learned compatibilities c(i, j) of the
 // pieces that end up side by side, c being the terms a round of edge
-// matching adds when its assignment is hard (Net.Edges and jigsaw.Strips
-// give them). Any network, with edge matching or not, can add to that score
-// the seam term −μ D(i, j), the squared pixel differences across the seam of
-// two neighbours, which needs no training. This is a quadratic assignment
-// problem; Solve searches it heuristically, by pair swaps and simulated
-// annealing from M(g), optionally restarted.
+// matching adds when its assignment is hard (jigsaw.Net.Edges and
+// jigsaw.Strips give them). Any network, with edge matching or not, can add
+// to that score the seam term −μ D(i, j), the squared pixel differences
+// across the seam of two neighbours, which needs no training. This is a
+// quadratic assignment problem; Solve searches it heuristically, by pair
+// swaps and simulated annealing from M(g), optionally restarted.
 //
 // # Search or score
 //

@@ -162,10 +162,10 @@ func (w *PairWeights) validate(g jigsaw.Grid) error {
 	return nil
 }
 
-// PairWeights returns the network's own compatibilities as PairWeights
+// NetPairWeights returns the network's own compatibilities as PairWeights
 // (H = M_right + M_leftᵀ, V = M_bottom + M_topᵀ): decoding with them
 // scores every arrangement as decoding without them does, up to rounding.
-// It needs a network with edge matching (Config.Refine > 0).
+// It needs a network with edge matching (jigsaw.Config.Refine > 0).
 func NetPairWeights(n *jigsaw.Net) (*PairWeights, error) {
 	if n.Config().Refine == 0 {
 		return nil, errors.New("decode: NetPairWeights: the network has no edge matching (jigsaw.Config.Refine = 0)")
