@@ -2,7 +2,9 @@ package jigsaw_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"math"
+	"path/filepath"
 	"reflect"
 	"testing"
 
@@ -11,15 +13,56 @@ import (
 	"github.com/permlab/permlab/networks/jigsaw/decode"
 )
 
-// TestReadmeNumbers checks every row of the README's tables that names a
-// results file (a "file" column holding `results/….json`) against that
-// file: each metric column must be the file's value rounded to the
-// digits printed. The columns "solved", "search misses" and "score misses"
-// are shares of the puzzles of the file's search gap (decode.SearchGap),
-// "mean score" its mean decoded score, and "start temperature", "end
-// temperature" and "proposals" the annealing of the file's decoder, and
-// "critic weight" its weight of the critic.
+// The Markdown files whose tables TestReadmeNumbers checks, each with the
+// least number of rows naming a results file it must hold: the README keeps
+// the results that stand, the results log every run behind them. Paths in a
+// table are relative to the folder of its file (the log's to results/).
+var checkedDocs = []struct {
+	path    string
+	minRows int
+}{
+	{"README.md", 10},
+	{"results/NOTES.md", 150},
+}
+
+// TestReadmeNumbers checks every row of the tables of README.md and of the
+// results log results/NOTES.md that names a results file (a "file" column
+// holding a path relative to the Markdown file) against that file: each
+// metric column must be the file's value rounded to the digits printed. A
+// row naming a `….json` file is checked against it; a row naming a
+// `….jsonl` file (a Table 2 run, one record per size) against the record
+// of its "size" column ("6x6"). The columns "solved", "search misses" and
+// "score misses" are shares of the puzzles of the file's search gap
+// (decode.SearchGap), "mean score" its mean decoded score, "start
+// temperature", "end temperature" and "proposals" the annealing of the
+// file's decoder, "critic weight" its weight of the critic, and "Kendall
+// tau, best possible" the oracle's Kendall tau on the same puzzles.
 func TestReadmeNumbers(t *testing.T) {
+	total := 0
+	for _, doc := range checkedDocs {
+		rows, diffs, err := mdtable.CheckFiles(doc.path, ".json", resultValues)
+		if err != nil {
+			t.Fatalf("%s: %v", doc.path, err)
+		}
+		jrows, jdiffs, err := checkTable2Rows(doc.path)
+		if err != nil {
+			t.Fatalf("%s: %v", doc.path, err)
+		}
+		for _, d := range append(diffs, jdiffs...) {
+			t.Error(doc.path + " " + d)
+		}
+		if rows+jrows < doc.minRows {
+			t.Errorf("%s: checked %d rows naming a results file, want at least %d", doc.path, rows+jrows, doc.minRows)
+		}
+		total += rows + jrows
+	}
+	t.Logf("checked %d rows naming a results file", total)
+}
+
+// resultValues returns the values of a results record (a JSON file, or one
+// line of a table2*.jsonl file) for the column headers TestReadmeNumbers
+// knows; NaN stands for one the record lacks.
+func resultValues(b []byte) (map[string]float64, error) {
 	metric := map[string]string{
 		"Kendall tau":                     "kendall_tau",
 		"prop. wrong":                     "prop_wrong",
@@ -29,50 +72,103 @@ func TestReadmeNumbers(t *testing.T) {
 		"prop. wrong up to identical":     "prop_wrong_identical",
 		"prop. any wrong up to identical": "prop_any_wrong_identical",
 	}
-	rows, diffs, err := mdtable.CheckFiles("README.md", ".json", func(b []byte) (map[string]float64, error) {
-		var res struct {
-			Metrics map[string]float64 `json:"metrics"`
-			Search  *decode.Gap        `json:"search"`
-			Decoder *decode.Decoder    `json:"decoder"`
+	var res struct {
+		Metrics map[string]float64 `json:"metrics"`
+		Oracle  map[string]float64 `json:"oracle"`
+		Search  *decode.Gap        `json:"search"`
+		Decoder *decode.Decoder    `json:"decoder"`
+	}
+	if err := json.Unmarshal(b, &res); err != nil {
+		return nil, err
+	}
+	values := map[string]float64{}
+	for name, key := range metric {
+		if v, ok := res.Metrics[key]; ok {
+			values[name] = v
 		}
-		if err := json.Unmarshal(b, &res); err != nil {
-			return nil, err
+	}
+	values["Kendall tau, best possible"] = math.NaN()
+	if v, ok := res.Oracle["kendall_tau"]; ok {
+		values["Kendall tau, best possible"] = v
+	}
+	values["solved"], values["search misses"], values["score misses"] = math.NaN(), math.NaN(), math.NaN()
+	values["mean score"] = math.NaN()
+	values["start temperature"], values["end temperature"], values["proposals"] = math.NaN(), math.NaN(), math.NaN()
+	if g := res.Search; g != nil && g.Puzzles > 0 {
+		n := float64(g.Puzzles)
+		values["solved"] = float64(g.Solved) / n
+		values["search misses"] = float64(g.SearchMisses) / n
+		values["score misses"] = float64(g.ScoreMisses) / n
+		if g.MeanScore != 0 {
+			values["mean score"] = g.MeanScore
 		}
-		values := map[string]float64{}
-		for name, key := range metric {
-			if v, ok := res.Metrics[key]; ok {
-				values[name] = v
-			}
-		}
-		values["solved"], values["search misses"], values["score misses"] = math.NaN(), math.NaN(), math.NaN()
-		values["mean score"] = math.NaN()
-		values["start temperature"], values["end temperature"], values["proposals"] = math.NaN(), math.NaN(), math.NaN()
-		if g := res.Search; g != nil && g.Puzzles > 0 {
-			n := float64(g.Puzzles)
-			values["solved"] = float64(g.Solved) / n
-			values["search misses"] = float64(g.SearchMisses) / n
-			values["score misses"] = float64(g.ScoreMisses) / n
-			if g.MeanScore != 0 {
-				values["mean score"] = g.MeanScore
-			}
-		}
-		values["critic weight"] = math.NaN()
-		if d := res.Decoder; d != nil {
-			values["start temperature"], values["end temperature"] = d.Temps()
-			values["proposals"] = float64(d.Anneal)
-			values["critic weight"] = d.CriticWeight // 0: no critic
-		}
-		return values, nil
-	})
+	}
+	values["critic weight"] = math.NaN()
+	if d := res.Decoder; d != nil {
+		values["start temperature"], values["end temperature"] = d.Temps()
+		values["proposals"] = float64(d.Anneal)
+		values["critic weight"] = d.CriticWeight // 0: no critic
+	}
+	return values, nil
+}
+
+// checkTable2Rows checks the rows of the tables of the Markdown file at path
+// whose "file" column names a `….jsonl` file (a Table 2 run), each against
+// the record of the puzzle size in its "size" column (the last record of
+// that size, as -table2 reads them). It returns the number of rows checked and a
+// message for each cell that differs and each row it cannot check.
+func checkTable2Rows(path string) (rows int, diffs []string, err error) {
+	frs, err := mdtable.FileRows(path, ".jsonl")
 	if err != nil {
-		t.Fatalf("README.md: %v", err)
+		return 0, nil, err
 	}
-	for _, d := range diffs {
-		t.Error("README.md " + d)
+	for _, fr := range frs {
+		row := fr.Table.Rows[fr.Row]
+		sc := fr.Table.Column("size")
+		var p, q int
+		if sc < 0 || sc >= len(row) {
+			diffs = append(diffs, fmt.Sprintf("line %d: no size column for %s", fr.Line, fr.Path))
+			continue
+		}
+		if n, _ := fmt.Sscanf(row[sc], "%dx%d", &p, &q); n != 2 || p != q {
+			diffs = append(diffs, fmt.Sprintf("line %d: size %q is not of the form 3x3", fr.Line, row[sc]))
+			continue
+		}
+		recs, err := jsonl.Read[json.RawMessage](filepath.Join(filepath.Dir(path), filepath.FromSlash(fr.Path)))
+		if err != nil {
+			return rows, diffs, fmt.Errorf("line %d: %w", fr.Line, err)
+		}
+		var rec json.RawMessage
+		for _, r := range recs {
+			var head struct {
+				P int `json:"p"`
+			}
+			if err := json.Unmarshal(r, &head); err != nil {
+				return rows, diffs, fmt.Errorf("line %d: %s: %w", fr.Line, fr.Path, err)
+			}
+			if head.P == p {
+				rec = r
+			}
+		}
+		if rec == nil {
+			diffs = append(diffs, fmt.Sprintf("line %d: %s has no record for %dx%d", fr.Line, fr.Path, p, p))
+			continue
+		}
+		vals, err := resultValues(rec)
+		if err != nil {
+			return rows, diffs, fmt.Errorf("line %d: %s: %w", fr.Line, fr.Path, err)
+		}
+		d, checked, err := fr.Compare(vals)
+		if err != nil {
+			return rows, diffs, err
+		}
+		diffs = append(diffs, d...)
+		if checked == 0 {
+			diffs = append(diffs, fmt.Sprintf("line %d: no column checked against %s", fr.Line, fr.Path))
+		}
+		rows++
 	}
-	if rows < 30 {
-		t.Errorf("checked %d rows naming a results file, want at least 30", rows)
-	}
+	return rows, diffs, nil
 }
 
 // TestDecodedOnTwoCores checks the README's claim that decoding the 4 × 4
