@@ -80,7 +80,9 @@ results file in -out (which must be shared storage), and a run without
 
 Report: -report DIR prints the tables of a finished experiment again,
 recomputed from the results files in DIR (and its summary.json), without
-running anything or reading the data.
+running anything or reading the data. -report DIR -against BASE prints
+instead the paired differences DIR − BASE of two experiments on the same
+grid (for example polishing on and off), seed by seed, with 95% intervals.
 
 Tuning: -tune FILE runs a grid of settings variants on tuning seeds, each
 as its own experiment in -out/tune/<name>, and writes the tuning table to
@@ -107,7 +109,7 @@ type options struct {
 	budget                                                time.Duration
 	shard                                                 string
 	shards, workers, perWork                              int
-	tune, report                                          string
+	tune, report, against                                 string
 	polish                                                bool
 	// hyper holds the method hyperparameters, one flag each, starting from
 	// celegans.DefaultSettings (the reported tables pass tuned values for
@@ -167,6 +169,7 @@ func newFlags(o *options, out io.Writer) *flag.FlagSet {
 
 	fs.BoolVar(&o.polish, "polish", true, "polish every method's estimate by a local search under the model, within the budget (10% of it), and keep it if the collapsed likelihood rose; -polish=false runs the paper's plain methods")
 	fs.StringVar(&o.report, "report", "", "print the report of the experiment in this `dir`ectory, recomputed from its results files and summary.json; runs nothing")
+	fs.StringVar(&o.against, "against", "", "with -report: print the paired differences between the -report experiment and the one in this `dir`ectory (the same grid), seed by seed; runs nothing")
 	fs.StringVar(&o.tune, "tune", "", "run the tuning grid of this JSON `file` (see celegans/tuning/README.md): one experiment per variant in -out/tune/<name>, then the tuning table")
 	return fs
 }
@@ -279,6 +282,10 @@ func (o *options) validate() ([]celegans.Cell, compare.Shard, error) {
 	}
 	if o.report != "" {
 		c.InputDir("-report", o.report)
+	}
+	if o.against != "" {
+		c.That(o.report != "" && o.tune == "", "-against needs -report (and no -tune)")
+		c.InputDir("-against", o.against)
 	}
 	if o.tune != "" {
 		c.InputFile("-tune", o.tune)
@@ -426,7 +433,19 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		if err != nil {
 			return cli.Exit(stderr, "celegans", err)
 		}
-		fmt.Fprint(stdout, sum.Markdown())
+		if o.against == "" {
+			fmt.Fprint(stdout, sum.Markdown())
+			return 0
+		}
+		base, err := celegans.Report(o.against)
+		if err != nil {
+			return cli.Exit(stderr, "celegans", err)
+		}
+		text, err := sum.PairedMarkdown(base, filepath.Base(filepath.Clean(o.report)), filepath.Base(filepath.Clean(o.against)))
+		if err != nil {
+			return cli.Exit(stderr, "celegans", err)
+		}
+		fmt.Fprint(stdout, text)
 		return 0
 	}
 	if o.tune != "" {

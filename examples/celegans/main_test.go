@@ -142,6 +142,8 @@ func TestBadArguments(t *testing.T) {
 		{[]string{"-report", missing}, "-report " + missing},
 		{[]string{"-report", file}, "-report " + file + ": not a directory"},
 		{[]string{"-tune", missing}, "-tune " + missing},
+		{[]string{"-against", dir}, "-against needs -report"},
+		{[]string{"-report", dir, "-against", missing}, "-against " + missing},
 		{[]string{"extra"}, `unexpected argument "extra"`},
 		{[]string{"-seeds", "2", "extra", "-out", dir}, `unexpected argument "extra"`},
 		{[]string{"-nope"}, "flag provided but not defined: -nope"},
@@ -278,4 +280,15 @@ func TestReportFlag(t *testing.T) {
 	require.Equal(t, 0, run(context.Background(), []string{"-report", dir}, &stdout, &stderr), stderr.String())
 	assert.Equal(t, string(report), stdout.String())
 	assert.Equal(t, 1, run(context.Background(), []string{"-report", t.TempDir()}, &stdout, &stderr))
+
+	// Against itself every difference is 0 and none is marked.
+	stdout.Reset()
+	require.Equal(t, 0, run(context.Background(), []string{"-report", dir, "-against", dir}, &stdout, &stderr), stderr.String())
+	assert.Contains(t, stdout.String(), "+0.000")
+	assert.Contains(t, stdout.String(), "0 of 0 intervals exclude 0") // one seed: no interval
+	for line := range strings.SplitSeq(stdout.String(), "\n") {
+		if strings.HasPrefix(line, "|") {
+			assert.NotContains(t, line, "*", "a difference of 0 marked")
+		}
+	}
 }
