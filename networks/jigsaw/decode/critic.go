@@ -417,6 +417,7 @@ func sameUnder(m move, pieces []float64, ps int) bool {
 // moves from the true arrangement that the decoder score of d ranks highest,
 // leaving out those that change nothing.
 func (e *Ensemble) hardMoves(z *jigsaw.Puzzles, moves []move, d Decoder, top int) ([][]int32, error) {
+	e = e.snapshot()
 	d.Critic, d.CriticWeight = nil, 0 // the moves are ranked by E alone
 	if err := e.check(d); err != nil {
 		return nil, err

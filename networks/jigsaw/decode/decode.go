@@ -191,10 +191,9 @@ func Evaluate(n *jigsaw.Net, z *jigsaw.Puzzles, d Decoder) (jigsaw.Metrics, erro
 // edgeTables fills h[i*N+j], the compatibility c_h of piece j right of piece
 // i, and v[i*N+j], c_v of piece j below piece i, for the N scrambled pieces
 // of one puzzle (see Decoder).
-func edgeTables(n *jigsaw.Net, h, v []float64, scrambled []float64) {
+func edgeTables(n *jigsaw.Net, edges [][]float64, h, v []float64, scrambled []float64) {
 	nn2 := n.Grid().N()
 	st := jigsaw.Strips(n.Grid(), scrambled, 1, n.Config().StripDepth())
-	edges := n.Edges()
 	// em[d][i] = b_d(i)ᵀ M_d, the strip of piece i on side d through M_d.
 	var em [4][]float64
 	for d := range em {
@@ -235,7 +234,7 @@ func edgeTables(n *jigsaw.Net, h, v []float64, scrambled []float64) {
 // term the tables are exactly c and the arranger multiplies by λ, the
 // arithmetic of the decoder before Seam existed, so earlier results are
 // reproduced bit for bit.
-func pairTables(n *jigsaw.Net, h, v []float64, scrambled []float64, d Decoder) (scale float64) {
+func pairTables(n *jigsaw.Net, edges [][]float64, h, v []float64, scrambled []float64, d Decoder) (scale float64) {
 	clear(h)
 	clear(v)
 	scale = d.scale()
@@ -244,7 +243,7 @@ func pairTables(n *jigsaw.Net, h, v []float64, scrambled []float64, d Decoder) (
 	case d.Pair != nil:
 		d.Pair.weightTables(n.Grid(), h, v, scrambled)
 	case d.Pairwise > 0:
-		edgeTables(n, h, v, scrambled)
+		edgeTables(n, edges, h, v, scrambled)
 	}
 	if d.Seam > 0 {
 		nn2 := n.Grid().N()
@@ -532,6 +531,7 @@ func SearchGap(n *jigsaw.Net, z *jigsaw.Puzzles, preds []perm.Perm, d Decoder) (
 }
 
 func (e *Ensemble) searchGap(z *jigsaw.Puzzles, preds []perm.Perm, d Decoder) (Gap, error) {
+	e = e.snapshot()
 	if err := e.check(d); err != nil {
 		return Gap{}, err
 	}

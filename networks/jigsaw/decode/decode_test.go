@@ -37,7 +37,7 @@ func refineNet(t *testing.T, depth, puzzles int) (*jigsaw.Net, *jigsaw.Puzzles) 
 func energyOf(net *jigsaw.Net, z *jigsaw.Puzzles, logits []*mat.Dense, d Decoder) func(b int, pred perm.Perm) float64 {
 	s := newArranger(net.Grid().P)
 	return func(b int, pred perm.Perm) float64 {
-		s.lam = pairTables(net, s.h, s.v, scrambledOf(z, b), d)
+		s.lam = pairTables(net, net.Edges(), s.h, s.v, scrambledOf(z, b), d)
 		s.u = logits[b].RawMatrix().Data
 		s.place(pred)
 		return s.energy()
@@ -68,7 +68,7 @@ func TestEdgeTablesMatchEdges(t *testing.T) {
 		net, z := refineNet(t, depth, 1)
 		nn2 := net.Grid().N()
 		s := newArranger(net.Grid().P)
-		edgeTables(net, s.h, s.v, z.Scrambled)
+		edgeTables(net, net.Edges(), s.h, s.v, z.Scrambled)
 		s.u = make([]float64, nn2*nn2)
 		rng := rand.New(rand.NewPCG(3, uint64(depth)))
 		for range 5 {
@@ -271,12 +271,12 @@ func TestPairTables(t *testing.T) {
 	gr := net.Grid()
 	nn2, ph, pw := gr.N(), gr.PieceH, gr.PieceW
 	ch, cv := make([]float64, nn2*nn2), make([]float64, nn2*nn2)
-	edgeTables(net, ch, cv, z.Scrambled)
+	edgeTables(net, net.Edges(), ch, cv, z.Scrambled)
 	pix := func(i, y, x int) float64 { return z.Scrambled[i*gr.PieceSize()+y*pw+x] }
 	d := Decoder{Pairwise: 1.5, Seam: 0.7}
 	h, v := make([]float64, nn2*nn2), make([]float64, nn2*nn2)
 	h[0], v[0] = 99, 99 // stale values are overwritten
-	assert.Equal(t, 1.5, pairTables(net, h, v, z.Scrambled, d))
+	assert.Equal(t, 1.5, pairTables(net, net.Edges(), h, v, z.Scrambled, d))
 	for i := range nn2 {
 		for j := range nn2 {
 			dh, dv := 0.0, 0.0
@@ -291,13 +291,13 @@ func TestPairTables(t *testing.T) {
 		}
 	}
 	hs, vs := make([]float64, nn2*nn2), make([]float64, nn2*nn2)
-	assert.Equal(t, 1.0, pairTables(net, hs, vs, z.Scrambled, Decoder{Seam: 0.7}))
+	assert.Equal(t, 1.0, pairTables(net, net.Edges(), hs, vs, z.Scrambled, Decoder{Seam: 0.7}))
 	for k := range hs {
 		assert.InDelta(t, 1.5*h[k]-1.5*ch[k], hs[k], 1e-12, "without λ, no c (h %d)", k)
 		assert.InDelta(t, 1.5*v[k]-1.5*cv[k], vs[k], 1e-12, "without λ, no c (v %d)", k)
 	}
 	// Without μ the tables are exactly c, as before Seam existed.
-	assert.Equal(t, 2.0, pairTables(net, hs, vs, z.Scrambled, Decoder{Pairwise: 2}))
+	assert.Equal(t, 2.0, pairTables(net, net.Edges(), hs, vs, z.Scrambled, Decoder{Pairwise: 2}))
 	assert.Equal(t, ch, hs)
 	assert.Equal(t, cv, vs)
 }

@@ -27,6 +27,31 @@ import (
 // An ensemble of one network decodes exactly as that network's Solve.
 type Ensemble struct {
 	nets []*jigsaw.Net
+	// edges holds each network's edge matrices (jigsaw.Net.Edges) for the
+	// duration of one call (see snapshot); nil outside one.
+	edges [][][]float64
+}
+
+// edgesOf returns the edge matrices of network k: the snapshot's, or read
+// now outside one.
+func (e *Ensemble) edgesOf(k int) [][]float64 {
+	if e.edges != nil {
+		return e.edges[k]
+	}
+	return e.nets[k].Edges()
+}
+
+// snapshot returns a copy of e that holds the networks' edge matrices as
+// they are now, read once for a whole call rather than once a puzzle.
+func (e *Ensemble) snapshot() *Ensemble {
+	if e.edges != nil {
+		return e
+	}
+	c := &Ensemble{nets: e.nets, edges: make([][][]float64, len(e.nets))}
+	for k, n := range e.nets {
+		c.edges[k] = n.Edges()
+	}
+	return c
 }
 
 // NewEnsemble returns the ensemble of nets. They must cut the same grid
@@ -119,15 +144,15 @@ func (e *Ensemble) logitsAndMatching(z *jigsaw.Puzzles) ([]*mat.Dense, []perm.Pe
 // next to the annealing's hundreds of thousands of proposals, and change
 // the last bits of the tables.
 func (e *Ensemble) pairTables(s *arranger, scrambled []float64, d Decoder) {
-	pairTables(e.nets[0], s.h, s.v, scrambled, d)
+	pairTables(e.nets[0], e.edgesOf(0), s.h, s.v, scrambled, d)
 	if len(e.nets) == 1 {
 		return
 	}
 	if len(s.eh) != len(s.h) {
 		s.eh, s.ev = make([]float64, len(s.h)), make([]float64, len(s.v))
 	}
-	for _, n := range e.nets[1:] {
-		pairTables(n, s.eh, s.ev, scrambled, d)
+	for k, n := range e.nets[1:] {
+		pairTables(n, e.edgesOf(k+1), s.eh, s.ev, scrambled, d)
 		for k := range s.h {
 			s.h[k] += s.eh[k]
 			s.v[k] += s.ev[k]
@@ -162,6 +187,7 @@ func (e *Ensemble) Solve(z *jigsaw.Puzzles, d Decoder) ([]perm.Perm, error) {
 }
 
 func (e *Ensemble) solve(z *jigsaw.Puzzles, d Decoder) ([]perm.Perm, error) {
+	e = e.snapshot()
 	if err := e.check(d); err != nil {
 		return nil, err
 	}

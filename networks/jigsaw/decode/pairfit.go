@@ -409,6 +409,7 @@ func FitPairs(n *jigsaw.Net, z *jigsaw.Puzzles, d Decoder, start *PairWeights, f
 		hinge  float64
 		truth  bool
 	}
+	edges := n.Edges() // the network is left as it is: read once
 	steps := 0
 	for epoch := range fc.Epochs {
 		rng.Shuffle(len(order), func(i, j int) { order[i], order[j] = order[j], order[i] })
@@ -421,7 +422,7 @@ func FitPairs(n *jigsaw.Net, z *jigsaw.Puzzles, d Decoder, start *PairWeights, f
 			eachPuzzle(n.Grid().P, len(batch), func(s *arranger, t int) {
 				b := batch[t]
 				scr := scrambledOf(z, b)
-				pairTables(n, s.h, s.v, scr, d)
+				pairTables(n, edges, s.h, s.v, scr, d)
 				g := s.unaryScores(logits[b].RawMatrix().Data, w, n.Grid(), scr)
 				// Loss augmentation: Δ's share of every (piece, position)
 				// pair added to its unary score.

@@ -25,7 +25,7 @@ func TestPairWeightsMatchNet(t *testing.T) {
 		for b := range z.Len() {
 			scr := z.Scrambled[b*nn2*ps : (b+1)*nn2*ps]
 			h, v := make([]float64, nn2*nn2), make([]float64, nn2*nn2)
-			edgeTables(net, h, v, scr)
+			edgeTables(net, net.Edges(), h, v, scr)
 			fh, fv := make([]float64, nn2*nn2), make([]float64, nn2*nn2)
 			w.weightTables(net.Grid(), fh, fv, scr)
 			for k := range h {
