@@ -1109,7 +1109,14 @@ func (pl *plan) result(res *Result[*chainState]) (*ModelResult, error) {
 				draws = append(draws, d)
 			}
 		}
-		pp, err := models.PermPosteriorFromDraws(draws, ps.Masks)
+		// A large, sparsely masked site keeps its marginals on the
+		// candidates (the same frequencies and mode), so that nothing
+		// N × N is formed at scale.
+		pats, err := ps.Patterns()
+		if err != nil {
+			return nil, fmt.Errorf("mcmc: RunModel: site %q: %w", ps.Name, err)
+		}
+		pp, err := models.PermPosteriorFromDrawsSparse(draws, pats, ps.Masks)
 		if err != nil {
 			return nil, fmt.Errorf("mcmc: RunModel: site %q: %w", ps.Name, err)
 		}

@@ -153,7 +153,7 @@ func fit(w io.Writer, n int, s float64, seed uint64, temps int) error {
 	for _, post := range []*models.Posterior{mc.Posterior, q.Posterior, cal.Posterior} {
 		fmt.Fprint(w, post.Summary())
 		fmt.Fprintln(w, "  marginals P(observation i came from reference point j), rows i, columns j:")
-		marg := post.Perms["P"].Marginals[0]
+		marg := post.Perms["P"].Marginal(0)
 		for i := range n {
 			fmt.Fprintf(w, "   %.2f\n", mat.Row(nil, i, marg))
 		}
