@@ -73,6 +73,7 @@ func TestSolveBudgetTooShort(t *testing.T) {
 		s.Budget = time.Nanosecond
 		_, err := Solve(context.Background(), p, m, s, 3)
 		assert.ErrorContains(t, err, fmt.Sprintf("celegans: Solve %s: budget 1ns too short: no ", m))
+		assert.ErrorIs(t, err, ErrBudgetTooShort, "%s", m)
 	}
 }
 

@@ -193,7 +193,8 @@ type Outcome struct {
 // processes take the cores), or when the first step alone takes longer
 // than the budget. If the budget ends before any step finished, Solve
 // returns an error that says so ("budget 10ms too short: no step
-// finished") rather than an estimate from the initial parameters.
+// finished", matching ErrBudgetTooShort) rather than an estimate from the
+// initial parameters.
 func Solve(ctx context.Context, p *Problem, m Method, s Settings, seed uint64) (*Outcome, error) {
 	if p == nil {
 		return nil, errors.New("celegans: Solve: nil problem")
@@ -322,6 +323,12 @@ func (c clock) left() time.Duration { return time.Until(c.deadline) }
 // unit of work (a "step" or a "sweep") finished.
 func (c clock) tooShort(unit string) error { return &tooShortError{c.budget, unit} }
 
+// ErrBudgetTooShort is what Solve's error wraps (errors.Is) when the
+// budget ended before the first step, sweep or draw finished, so that no
+// estimate exists: a run of a grid that may record it as such rather than
+// as a failure of the code.
+var ErrBudgetTooShort = errors.New("celegans: budget too short for a first estimate")
+
 // tooShortError says that a budget ended before any step finished.
 type tooShortError struct {
 	budget time.Duration
@@ -331,6 +338,9 @@ type tooShortError struct {
 func (e *tooShortError) Error() string {
 	return fmt.Sprintf("budget %v too short: no %s finished", e.budget, e.unit)
 }
+
+// Is makes the error match ErrBudgetTooShort.
+func (e *tooShortError) Is(target error) bool { return target == ErrBudgetTooShort }
 
 // matchAll returns the masked matching of each worm's score matrix.
 func (p *Problem) matchAll(scores []*mat.Dense) ([]perm.Perm, error) {

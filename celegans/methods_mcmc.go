@@ -11,7 +11,9 @@ import (
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/permlab/permlab/mcmc"
+	"github.com/permlab/permlab/models"
 	"github.com/permlab/permlab/perm"
+	"github.com/permlab/permlab/relax"
 )
 
 // MCMC estimators: which recorded draws give the estimate of each P_j.
@@ -138,6 +140,9 @@ const costDraws = 200
 func finalCost(p *Problem, chains int, seed uint64) (fixed, perDraw time.Duration, err error) {
 	n, b := p.N(), p.Worms()
 	rng := rand.New(rand.NewPCG(seed, 0x6d61746368))
+	if models.SparseSummary(p.Masks) {
+		return finalCostSparse(p, chains, rng)
+	}
 	scores := make([]*mat.Dense, b)
 	for j := range scores {
 		raw := make([]float64, n*n)
@@ -171,6 +176,67 @@ func finalCost(p *Problem, chains int, seed uint64) (fixed, perDraw time.Duratio
 		}
 		for k, c := range flat {
 			counts[(k/n)*n*n+(k%n)*n+c]++
+		}
+	}
+	diagnostics(trace)
+	_, _ = mcmc.RankRHat(trace)
+	_, _ = mcmc.BulkESS(trace)
+	return fixed, time.Since(t0) / costDraws, nil
+}
+
+// finalCostSparse is finalCost for masks whose posterior summary stays on
+// the candidates (models.SparseSummary), timed on what that summary does:
+// the matching of random scores on every worm's candidates, and the count
+// of each draw's entries; nothing N × N is formed.
+func finalCostSparse(p *Problem, chains int, rng *rand.Rand) (fixed, perDraw time.Duration, err error) {
+	pats := make([]*relax.SparsePattern, len(p.Masks))
+	for j, m := range p.Masks {
+		if pats[j], err = relax.SparsePatternFromMask(m); err != nil {
+			return 0, 0, err
+		}
+	}
+	t0 := time.Now()
+	for _, pat := range pats {
+		values := make([]float64, pat.NNZ())
+		for i := range values {
+			values[i] = rng.Float64()
+		}
+		sc, err := pat.Scores(values)
+		if err != nil {
+			return 0, 0, err
+		}
+		if _, err := relax.MatchingSparse(*sc); err != nil {
+			return 0, 0, err
+		}
+	}
+	fixed = time.Since(t0)
+	trace := make([][]float64, chains)
+	for ci := range trace {
+		trace[ci] = make([]float64, costDraws)
+		for d := range trace[ci] {
+			trace[ci][d] = rng.NormFloat64()
+		}
+	}
+	// A recorded draw, row by row as RunModel reads it: a matching on the
+	// candidates of every worm.
+	n := p.N()
+	row := make([]float64, 0, len(pats)*n)
+	counts := make([][]float64, len(pats))
+	for j, pat := range pats {
+		for _, c := range pat.Matching() {
+			row = append(row, float64(c))
+		}
+		counts[j] = make([]float64, pat.NNZ())
+	}
+	t0 = time.Now()
+	for range chains * costDraws {
+		flat := make([]int, len(row))
+		for k, v := range row {
+			flat[k] = int(v)
+		}
+		for k, c := range flat {
+			j := k / n
+			counts[j][pats[j].Index(k%n, c)]++
 		}
 	}
 	diagnostics(trace)

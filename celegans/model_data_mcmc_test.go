@@ -4,8 +4,10 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"runtime"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -189,4 +191,28 @@ func TestPairDotsExact(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestFinalCostSparse checks that the MCMC baseline times its final summary
+// on the candidates when the masks are sparse (as RunModel then keeps the
+// marginals): what it allocates grows with N, not N², from 200 to 800
+// neurons.
+func TestFinalCostSparse(t *testing.T) {
+	alloc := func(n int) uint64 {
+		sim, masks := simFor(t, n, 1, 20, 20, 8.0/float64(n), 3)
+		_, data := dataProblem(t, sim, masks)
+		require.True(t, models.SparseSummary(data.Masks), "the test needs sparse masks")
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		fixed, perDraw, err := finalCost(data, 2, 1)
+		runtime.ReadMemStats(&after)
+		require.NoError(t, err)
+		assert.Positive(t, fixed)
+		assert.GreaterOrEqual(t, perDraw, time.Duration(0))
+		return after.TotalAlloc - before.TotalAlloc
+	}
+	small, large := alloc(200), alloc(800)
+	// Linear: about 4 times; the dense summary's timing (N × N scores and
+	// counts) makes it about 9.
+	assert.Less(t, float64(large), 6*float64(small), "four times N multiplied finalCost's allocations by %.2f", float64(large)/float64(small))
 }

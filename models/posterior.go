@@ -219,6 +219,22 @@ func (pp *PermPosterior) SetMode(masks []*perm.Mask) error {
 
 // sparseMask reports whether m is large and sparse enough for the sparse
 // assignment solver: N >= 64 and at most a quarter of the entries allowed.
+// SparseSummary reports whether PermPosteriorFromDrawsSparse keeps the
+// marginals of a site with these masks (one per permutation) on the
+// candidates: every mask is of N >= 64 and allows at most a quarter of the
+// entries.
+func SparseSummary(masks []*perm.Mask) bool {
+	if len(masks) == 0 {
+		return false
+	}
+	for _, m := range masks {
+		if m == nil || !sparseMask(m) {
+			return false
+		}
+	}
+	return true
+}
+
 func sparseMask(m *perm.Mask) bool {
 	n := m.Size()
 	return n >= 64 && m.Count() <= n*n/4

@@ -72,6 +72,10 @@ type Result struct {
 	Procs      int     `json:"gomaxprocs"`
 	Go         string  `json:"go"`
 	Date       string  `json:"date"`
+	// Failure says why the run has no estimate (the budget ended before
+	// the method's first step, sweep or draw); its accuracy and step time
+	// are then 0 and mean nothing.
+	Failure string `json:"failure,omitempty"`
 }
 
 func (r Result) key() string {
@@ -361,7 +365,21 @@ func one(c *config) (*Result, error) {
 	if m == "" {
 		m = celegans.GumbelSinkhorn
 	}
+	method := ""
+	if m != celegans.GumbelSinkhorn {
+		method = string(m)
+	}
 	out, err := celegans.Solve(context.Background(), p, m, s, c.seed)
+	if errors.Is(err, celegans.ErrBudgetTooShort) {
+		// A result of the grid, not a failure of the code: this method
+		// gives no estimate at this size within the budget.
+		return &Result{
+			N: c.n, Method: method, Layout: c.layout, Budget: c.budget.String(), Seed: c.seed,
+			Edges: conn.Edges(), Candidates: cands, Nu: nu, SetupSec: setup.Seconds(),
+			PeakMiB: peakMiB(), Procs: runtime.GOMAXPROCS(0), Go: runtime.Version(),
+			Date: time.Now().UTC().Format(time.DateOnly), Failure: err.Error(),
+		}, nil
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -370,10 +388,6 @@ func one(c *config) (*Result, error) {
 		// Too few trace points: the whole run's mean, setup of the fit
 		// and the estimate included.
 		ms = float64(out.Elapsed) / float64(time.Millisecond) / float64(out.Iterations)
-	}
-	method := ""
-	if m != celegans.GumbelSinkhorn {
-		method = string(m)
 	}
 	return &Result{
 		N: c.n, Method: method, Layout: c.layout, Budget: c.budget.String(), Seed: c.seed,
@@ -549,7 +563,11 @@ func methodTable(rs []Result, withMethod bool) string {
 		if withMethod {
 			fmt.Fprintf(&b, "| %s ", k.method)
 		}
-		fmt.Fprintf(&b, "| %d | %.1f | %s | %s | %s |", k.n, longest.Candidates, k.layout, fmtMs(longest.MsPerStep), fmtMiB(peak))
+		ms := longest.MsPerStep
+		if longest.Failure != "" {
+			ms = math.NaN()
+		}
+		fmt.Fprintf(&b, "| %d | %.1f | %s | %s | %s |", k.n, longest.Candidates, k.layout, fmtMs(ms), fmtMiB(peak))
 		for _, d := range budgets {
 			fmt.Fprintf(&b, " %s |", fmtAcc(runs[k][d.String()]))
 		}
@@ -598,8 +616,16 @@ func fmtMiB(v float64) string {
 }
 
 func fmtAcc(r *Result) string {
-	if r == nil {
+	switch {
+	case r == nil:
 		return "not run"
+	case r.Failure != "":
+		_, why, _ := strings.Cut(r.Failure, "budget ")
+		return "no estimate: budget " + why
 	}
-	return fmt.Sprintf("%.3f (%.3f) in %d steps", r.Accuracy, r.Unknown, r.Steps)
+	unit := "steps"
+	if r.method() == celegans.MCMC {
+		unit = "sweeps"
+	}
+	return fmt.Sprintf("%.3f (%.3f) in %d %s", r.Accuracy, r.Unknown, r.Steps, unit)
 }
