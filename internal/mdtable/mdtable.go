@@ -196,6 +196,13 @@ func (f FileRow) Compare(values map[string]float64) (diffs []string, checked int
 // cells against them. It returns the number of rows checked and a message
 // for each cell that differs and each row with no column checked.
 func CheckFiles(path, suffix string, values func(data []byte) (map[string]float64, error)) (rows int, diffs []string, err error) {
+	return CheckRows(path, suffix, func(_ FileRow, data []byte) (map[string]float64, error) { return values(data) })
+}
+
+// CheckRows is CheckFiles for files whose values depend on the row as well
+// (a file of several records, of which a column of the row picks one):
+// values gets the row with its file's contents.
+func CheckRows(path, suffix string, values func(fr FileRow, data []byte) (map[string]float64, error)) (rows int, diffs []string, err error) {
 	frs, err := FileRows(path, suffix)
 	if err != nil {
 		return 0, nil, err
@@ -205,7 +212,7 @@ func CheckFiles(path, suffix string, values func(data []byte) (map[string]float6
 		if err != nil {
 			return rows, diffs, fmt.Errorf("line %d: %w", fr.Line, err)
 		}
-		vals, err := values(data)
+		vals, err := values(fr, data)
 		if err != nil {
 			return rows, diffs, fmt.Errorf("line %d: %s: %w", fr.Line, fr.Path, err)
 		}

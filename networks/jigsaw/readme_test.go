@@ -1,10 +1,11 @@
 package jigsaw_test
 
 import (
+	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
-	"path/filepath"
 	"reflect"
 	"testing"
 
@@ -116,59 +117,35 @@ func resultValues(b []byte) (map[string]float64, error) {
 // whose "file" column names a `….jsonl` file (a Table 2 run), each against
 // the record of the puzzle size in its "size" column (the last record of
 // that size, as -table2 reads them). It returns the number of rows checked and a
-// message for each cell that differs and each row it cannot check.
+// message for each cell that differs; a row it cannot check is an error.
 func checkTable2Rows(path string) (rows int, diffs []string, err error) {
-	frs, err := mdtable.FileRows(path, ".jsonl")
-	if err != nil {
-		return 0, nil, err
-	}
-	for _, fr := range frs {
+	return mdtable.CheckRows(path, ".jsonl", func(fr mdtable.FileRow, data []byte) (map[string]float64, error) {
 		row := fr.Table.Rows[fr.Row]
 		sc := fr.Table.Column("size")
-		var p, q int
 		if sc < 0 || sc >= len(row) {
-			diffs = append(diffs, fmt.Sprintf("line %d: no size column for %s", fr.Line, fr.Path))
-			continue
+			return nil, errors.New("no size column")
 		}
+		var p, q int
 		if n, _ := fmt.Sscanf(row[sc], "%dx%d", &p, &q); n != 2 || p != q {
-			diffs = append(diffs, fmt.Sprintf("line %d: size %q is not of the form 3x3", fr.Line, row[sc]))
-			continue
-		}
-		recs, err := jsonl.Read[json.RawMessage](filepath.Join(filepath.Dir(path), filepath.FromSlash(fr.Path)))
-		if err != nil {
-			return rows, diffs, fmt.Errorf("line %d: %w", fr.Line, err)
+			return nil, fmt.Errorf("size %q is not of the form 3x3", row[sc])
 		}
 		var rec json.RawMessage
-		for _, r := range recs {
+		for line := range bytes.SplitSeq(bytes.TrimSpace(data), []byte("\n")) {
 			var head struct {
 				P int `json:"p"`
 			}
-			if err := json.Unmarshal(r, &head); err != nil {
-				return rows, diffs, fmt.Errorf("line %d: %s: %w", fr.Line, fr.Path, err)
+			if err := json.Unmarshal(line, &head); err != nil {
+				return nil, err
 			}
 			if head.P == p {
-				rec = r
+				rec = line
 			}
 		}
 		if rec == nil {
-			diffs = append(diffs, fmt.Sprintf("line %d: %s has no record for %dx%d", fr.Line, fr.Path, p, p))
-			continue
+			return nil, fmt.Errorf("no record for %dx%d", p, p)
 		}
-		vals, err := resultValues(rec)
-		if err != nil {
-			return rows, diffs, fmt.Errorf("line %d: %s: %w", fr.Line, fr.Path, err)
-		}
-		d, checked, err := fr.Compare(vals)
-		if err != nil {
-			return rows, diffs, err
-		}
-		diffs = append(diffs, d...)
-		if checked == 0 {
-			diffs = append(diffs, fmt.Sprintf("line %d: no column checked against %s", fr.Line, fr.Path))
-		}
-		rows++
-	}
-	return rows, diffs, nil
+		return resultValues(rec)
+	})
 }
 
 // TestDecodedOnTwoCores checks the README's claim that decoding the 4 × 4
