@@ -151,13 +151,7 @@ func finalCost(p *Problem, chains int, seed uint64) (fixed, perDraw time.Duratio
 		}
 		scores[j] = mat.NewDense(n, n, raw)
 	}
-	trace := make([][]float64, chains)
-	for ci := range trace {
-		trace[ci] = make([]float64, costDraws)
-		for d := range trace[ci] {
-			trace[ci][d] = rng.NormFloat64()
-		}
-	}
+	trace := costTrace(chains, rng)
 	row := make([]float64, b*n) // a recorded draw: the permutations, row by row
 	for k := range row {
 		row[k] = float64(k % n)
@@ -178,9 +172,7 @@ func finalCost(p *Problem, chains int, seed uint64) (fixed, perDraw time.Duratio
 			counts[(k/n)*n*n+(k%n)*n+c]++
 		}
 	}
-	diagnostics(trace)
-	_, _ = mcmc.RankRHat(trace)
-	_, _ = mcmc.BulkESS(trace)
+	diagnoseTrace(trace)
 	return fixed, time.Since(t0) / costDraws, nil
 }
 
@@ -210,13 +202,7 @@ func finalCostSparse(p *Problem, chains int, rng *rand.Rand) (fixed, perDraw tim
 		}
 	}
 	fixed = time.Since(t0)
-	trace := make([][]float64, chains)
-	for ci := range trace {
-		trace[ci] = make([]float64, costDraws)
-		for d := range trace[ci] {
-			trace[ci][d] = rng.NormFloat64()
-		}
-	}
+	trace := costTrace(chains, rng)
 	// A recorded draw, row by row as RunModel reads it: a matching on the
 	// candidates of every worm.
 	n := p.N()
@@ -239,10 +225,29 @@ func finalCostSparse(p *Problem, chains int, rng *rand.Rand) (fixed, perDraw tim
 			counts[j][pats[j].Index(k%n, c)]++
 		}
 	}
+	diagnoseTrace(trace)
+	return fixed, time.Since(t0) / costDraws, nil
+}
+
+// costTrace returns a synthetic log-likelihood trace of costDraws draws per
+// chain, for finalCost to time its diagnosis on.
+func costTrace(chains int, rng *rand.Rand) [][]float64 {
+	trace := make([][]float64, chains)
+	for ci := range trace {
+		trace[ci] = make([]float64, costDraws)
+		for d := range trace[ci] {
+			trace[ci][d] = rng.NormFloat64()
+		}
+	}
+	return trace
+}
+
+// diagnoseTrace runs on trace what the end of a run does to the
+// log-likelihood trace: this package's diagnostics and RunModel's.
+func diagnoseTrace(trace [][]float64) {
 	diagnostics(trace)
 	_, _ = mcmc.RankRHat(trace)
 	_, _ = mcmc.BulkESS(trace)
-	return fixed, time.Since(t0) / costDraws, nil
 }
 
 // diagnostics returns the rank-normalised split R̂ and the effective sample
