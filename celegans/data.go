@@ -9,6 +9,7 @@ import (
 	"io"
 	"math"
 	"os"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -31,7 +32,6 @@ type Connectome struct {
 	Positions []float64
 
 	index     map[string]int
-	adj       []bool  // n*n, symmetric, zero diagonal
 	nbrs      [][]int // increasing neighbour indices
 	edges     int     // undirected edges
 	selfLoops []string
@@ -51,7 +51,6 @@ func NewConnectome(names []string, positions []float64, edges [][2]int) (*Connec
 		Names:     append([]string(nil), names...),
 		Positions: append([]float64(nil), positions...),
 		index:     make(map[string]int, n),
-		adj:       make([]bool, n*n),
 		nbrs:      make([][]int, n),
 	}
 	for i, name := range names {
@@ -74,19 +73,16 @@ func NewConnectome(names []string, positions []float64, edges [][2]int) (*Connec
 		if i == j {
 			return nil, fmt.Errorf("celegans: NewConnectome: edge %d is a self loop on neuron %d", k, i)
 		}
-		if !c.adj[i*n+j] {
-			c.adj[i*n+j] = true
-			c.adj[j*n+i] = true
-			c.edges++
-		}
+		c.nbrs[i] = append(c.nbrs[i], j)
+		c.nbrs[j] = append(c.nbrs[j], i)
 	}
-	for i := 0; i < n; i++ {
-		for j := 0; j < n; j++ {
-			if c.adj[i*n+j] {
-				c.nbrs[i] = append(c.nbrs[i], j)
-			}
-		}
+	// Sorted and merged, the lists are the adjacency: O(edges), not N².
+	for i, nb := range c.nbrs {
+		slices.Sort(nb)
+		c.nbrs[i] = slices.Clip(slices.Compact(nb))
+		c.edges += len(c.nbrs[i])
 	}
+	c.edges /= 2
 	return c, nil
 }
 
@@ -135,7 +131,8 @@ func (c *Connectome) Connected(i, j int) bool {
 	if i < 0 || j < 0 || i >= n || j >= n {
 		return false
 	}
-	return c.adj[i*n+j]
+	_, ok := slices.BinarySearch(c.nbrs[i], j)
+	return ok
 }
 
 // Neighbors returns the neurons connected to neuron i, in increasing order,

@@ -41,7 +41,7 @@ type BlockMH struct {
 	n       int
 	free    []int
 	maxK    int
-	allowed []bool // n*n, nil without a mask
+	allowed *perm.Mask // a copy of the caller's mask; nil without one
 
 	rows, cols, sigma []int // scratch
 }
@@ -70,12 +70,7 @@ func NewBlockMH(n int, target PermTarget, mask *perm.Mask, fixed []bool, maxBloc
 	}
 	k.maxK = min(maxBlock, len(k.free))
 	if mask != nil {
-		k.allowed = make([]bool, n*n)
-		for i := range n {
-			for c := range n {
-				k.allowed[i*n+c] = mask.Allowed(i, c)
-			}
-		}
+		k.allowed = mask.Clone()
 	}
 	k.rows = make([]int, len(k.free))
 	k.cols = make([]int, k.maxK)
@@ -120,7 +115,7 @@ func (k *BlockMH) Step(rng *rand.Rand, p perm.Perm) (bool, error) {
 	}
 	if k.allowed != nil {
 		for a, r := range rows {
-			if !k.allowed[r*k.n+cols[sigma[a]]] {
+			if !k.allowed.Allowed(r, cols[sigma[a]]) {
 				return false, nil
 			}
 		}

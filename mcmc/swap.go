@@ -50,10 +50,10 @@ type SwapMH struct {
 	n      int
 	free   []int // rows that may move
 
-	// With a mask: allowed[i*n+c] says whether row i may take column c, and
-	// colRows[c] lists the free rows that may take column c. Both are nil
-	// without a mask.
-	allowed []bool
+	// With a mask: allowed (a copy of the caller's) says whether row i may
+	// take column c, and colRows[c] lists the free rows that may take column
+	// c. Both are nil without a mask.
+	allowed *perm.Mask
 	colRows [][]int
 
 	partners []int // scratch: partners of the chosen row
@@ -89,18 +89,11 @@ func NewSwapMH(n int, target PermTarget, mask *perm.Mask, fixed []bool) (*SwapMH
 		}
 	}
 	if mask != nil {
-		k.allowed = make([]bool, n*n)
+		k.allowed = mask.Clone()
 		k.colRows = make([][]int, n)
-		for i := range n {
-			for c := range n {
-				k.allowed[i*n+c] = mask.Allowed(i, c)
-			}
-		}
 		for _, i := range k.free {
-			for c := range n {
-				if k.allowed[i*n+c] {
-					k.colRows[c] = append(k.colRows[c], i)
-				}
+			for _, c := range mask.Row(i) {
+				k.colRows[c] = append(k.colRows[c], i)
 			}
 		}
 		k.partners = make([]int, 0, n)
@@ -175,7 +168,7 @@ func (k *SwapMH) Step(rng *rand.Rand, p perm.Perm) (bool, error) {
 
 func (k *SwapMH) checkRow(i int, p perm.Perm) error {
 	c := p[i]
-	if c < 0 || c >= k.n || !k.allowed[i*k.n+c] {
+	if !k.allowed.Allowed(i, c) {
 		return fmt.Errorf("mcmc: SwapMH: row %d is on column %d, which the mask does not allow", i, c)
 	}
 	return nil
@@ -184,9 +177,8 @@ func (k *SwapMH) checkRow(i int, p perm.Perm) error {
 // collectPartners stores J(i, p) in k.partners and returns its size.
 func (k *SwapMH) collectPartners(i int, p perm.Perm) int {
 	k.partners = k.partners[:0]
-	base := i * k.n
 	for _, r := range k.colRows[p[i]] {
-		if c := p[r]; r != i && uint(c) < uint(k.n) && k.allowed[base+c] {
+		if r != i && k.allowed.Allowed(i, p[r]) {
 			k.partners = append(k.partners, r)
 		}
 	}
@@ -198,9 +190,8 @@ func (k *SwapMH) collectPartners(i int, p perm.Perm) int {
 // may take p[i].
 func (k *SwapMH) countPartners(i int, p perm.Perm) int {
 	cnt := 0
-	base := i * k.n
 	for _, r := range k.colRows[p[i]] {
-		if c := p[r]; r != i && uint(c) < uint(k.n) && k.allowed[base+c] {
+		if r != i && k.allowed.Allowed(i, p[r]) {
 			cnt++
 		}
 	}

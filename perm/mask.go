@@ -1,14 +1,20 @@
 package perm
 
-import "fmt"
+import (
+	"fmt"
+	"math/bits"
+)
 
 // Mask is a set of allowed (row, column) pairs for an n x n assignment:
 // row i may be matched to column j only if Allowed(i, j). Masks express
 // candidate constraints such as "observed neuron i can only be one of these
 // named neurons". The zero Mask is empty; use NewMask or FullMask.
+//
+// A mask keeps one bit per pair, n²/8 bytes: 50 MB at n = 20,000.
 type Mask struct {
-	n     int
-	allow []bool // row-major n*n
+	n    int
+	w    int      // words per row, ⌈n/64⌉
+	bits []uint64 // row i is bits[i*w : (i+1)*w]; bit j%64 of word j/64 is pair (i, j)
 }
 
 // NewMask returns an n x n mask with nothing allowed.
@@ -16,7 +22,8 @@ func NewMask(n int) (*Mask, error) {
 	if n < 0 {
 		return nil, fmt.Errorf("perm: NewMask: negative size %d", n)
 	}
-	return &Mask{n: n, allow: make([]bool, n*n)}, nil
+	w := (n + 63) / 64
+	return &Mask{n: n, w: w, bits: make([]uint64, n*w)}, nil
 }
 
 // FullMask returns an n x n mask with every pair allowed.
@@ -25,8 +32,14 @@ func FullMask(n int) (*Mask, error) {
 	if err != nil {
 		return nil, err
 	}
-	for i := range m.allow {
-		m.allow[i] = true
+	for i := 0; i < n; i++ {
+		row := m.bits[i*m.w : (i+1)*m.w]
+		for k := range row {
+			row[k] = ^uint64(0)
+		}
+		if r := n % 64; r != 0 {
+			row[m.w-1] = 1<<r - 1
+		}
 	}
 	return m, nil
 }
@@ -40,7 +53,7 @@ func (m *Mask) Allowed(i, j int) bool {
 	if i < 0 || j < 0 || i >= m.n || j >= m.n {
 		return false
 	}
-	return m.allow[i*m.n+j]
+	return m.bits[i*m.w+j>>6]>>(j&63)&1 != 0
 }
 
 // Set sets whether row i may be matched to column j. It returns an error for
@@ -49,16 +62,21 @@ func (m *Mask) Set(i, j int, ok bool) error {
 	if i < 0 || j < 0 || i >= m.n || j >= m.n {
 		return fmt.Errorf("perm: Mask.Set: index (%d, %d) out of range for size %d", i, j, m.n)
 	}
-	m.allow[i*m.n+j] = ok
+	if ok {
+		m.bits[i*m.w+j>>6] |= 1 << (j & 63)
+	} else {
+		m.bits[i*m.w+j>>6] &^= 1 << (j & 63)
+	}
 	return nil
 }
 
 // Row returns the allowed columns of row i in increasing order.
 func (m *Mask) Row(i int) []int {
 	var cols []int
-	for j := 0; j < m.n; j++ {
-		if m.allow[i*m.n+j] {
-			cols = append(cols, j)
+	for k, word := range m.bits[i*m.w : (i+1)*m.w] {
+		for word != 0 {
+			cols = append(cols, k*64+bits.TrailingZeros64(word))
+			word &= word - 1
 		}
 	}
 	return cols
@@ -67,17 +85,15 @@ func (m *Mask) Row(i int) []int {
 // Count returns the number of allowed pairs.
 func (m *Mask) Count() int {
 	c := 0
-	for _, a := range m.allow {
-		if a {
-			c++
-		}
+	for _, word := range m.bits {
+		c += bits.OnesCount64(word)
 	}
 	return c
 }
 
 // Clone returns a deep copy of m.
 func (m *Mask) Clone() *Mask {
-	return &Mask{n: m.n, allow: append([]bool(nil), m.allow...)}
+	return &Mask{n: m.n, w: m.w, bits: append([]uint64(nil), m.bits...)}
 }
 
 // Admits reports whether every pair (i, p[i]) of the permutation p is
@@ -105,6 +121,9 @@ func (m *Mask) CopyRow(dst []bool, i int) []bool {
 		dst = make([]bool, m.n)
 	}
 	dst = dst[:m.n]
-	copy(dst, m.allow[i*m.n:(i+1)*m.n])
+	row := m.bits[i*m.w : (i+1)*m.w]
+	for j := range dst {
+		dst[j] = row[j>>6]>>(j&63)&1 != 0
+	}
 	return dst
 }

@@ -361,3 +361,68 @@ func TestMask(t *testing.T) {
 		t.Errorf("FullMask wrong: %v", err)
 	}
 }
+
+// TestMaskBits checks the bitset against a plain set of pairs at sizes on
+// and off word boundaries: every query, Row, CopyRow, Count and Clone after
+// random sets and clears, and FullMask.
+func TestMaskBits(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	for _, n := range []int{0, 1, 2, 63, 64, 65, 127, 128, 130} {
+		m, err := NewMask(n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := map[[2]int]bool{}
+		for range 4 * n * n {
+			i, j, ok := rng.IntN(n), rng.IntN(n), rng.IntN(3) > 0
+			if err := m.Set(i, j, ok); err != nil {
+				t.Fatal(err)
+			}
+			want[[2]int{i, j}] = ok
+		}
+		c := m.Clone()
+		if n > 0 {
+			// The clone does not follow its source.
+			if err := m.Set(0, 0, !want[[2]int{0, 0}]); err != nil {
+				t.Fatal(err)
+			}
+		}
+		count := 0
+		var row []bool
+		for i := range n {
+			var cols []int
+			for j := range n {
+				w := want[[2]int{i, j}]
+				if c.Allowed(i, j) != w {
+					t.Fatalf("n=%d: Allowed(%d, %d) = %v, want %v", n, i, j, !w, w)
+				}
+				if w {
+					cols = append(cols, j)
+					count++
+				}
+			}
+			if got := c.Row(i); !slices.Equal(got, cols) {
+				t.Fatalf("n=%d: Row(%d) = %v, want %v", n, i, got, cols)
+			}
+			row = c.CopyRow(row, i)
+			for j := range n {
+				if row[j] != want[[2]int{i, j}] {
+					t.Fatalf("n=%d: CopyRow(%d)[%d] = %v", n, i, j, row[j])
+				}
+			}
+		}
+		if got := c.Count(); got != count {
+			t.Fatalf("n=%d: Count = %d, want %d", n, got, count)
+		}
+		if c.Allowed(-1, 0) || c.Allowed(0, n) {
+			t.Fatalf("n=%d: an index out of range is allowed", n)
+		}
+		f, err := FullMask(n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if f.Count() != n*n || f.Allowed(0, n) {
+			t.Fatalf("n=%d: FullMask counts %d pairs, allows (0, n): %v", n, f.Count(), f.Allowed(0, n))
+		}
+	}
+}
