@@ -110,6 +110,7 @@ type config struct {
 	method     celegans.Method
 	budget     time.Duration
 	profile    string
+	memprofile string
 }
 
 func main() {
@@ -147,6 +148,7 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	method := fs.String("method", string(celegans.GumbelSinkhorn), "internal: method of the child run")
 	fs.DurationVar(&c.budget, "budget", 0, "internal: budget of the child run")
 	fs.StringVar(&c.profile, "cpuprofile", "", "with -child: write a CPU profile of the fit to this file")
+	fs.StringVar(&c.memprofile, "memprofile", "", "with -child: write the heap profile of the largest live heap seen after a collection to this file")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -191,6 +193,9 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	case c.steps < 2:
 		return nil, fmt.Errorf("-T must be >= 2, got %d", c.steps)
 	}
+	if (c.profile != "" || c.memprofile != "") && !c.child {
+		return nil, fmt.Errorf("-cpuprofile and -memprofile need -child")
+	}
 	if c.child {
 		if c.n < 50 || (c.layout != "sparse" && c.layout != "dense") || c.budget <= 0 {
 			return nil, fmt.Errorf("-child needs -n >= 50, -layout sparse|dense and -budget > 0")
@@ -234,6 +239,17 @@ func run(c *config) error {
 				return fmt.Errorf("-cpuprofile: %w", err)
 			}
 			defer pprof.StopCPUProfile()
+		}
+		if c.memprofile != "" {
+			stop, err := peakHeapProfile(c.memprofile, 50*time.Millisecond)
+			if err != nil {
+				return fmt.Errorf("-memprofile: %w", err)
+			}
+			defer func() {
+				if err := stop(); err != nil {
+					fmt.Fprintln(os.Stderr, "scale: -memprofile:", err)
+				}
+			}()
 		}
 		r, err := one(c)
 		if err != nil {

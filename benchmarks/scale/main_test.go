@@ -1,11 +1,13 @@
 package main
 
 import (
+	"fmt"
 	"io"
 	"math"
 	"os"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -36,6 +38,7 @@ func TestParseFlags(t *testing.T) {
 		"-child":      {"-child", "-n", "100"},
 		"-methods":    {"-methods", "gumbel-sinkhorn,sorting"},
 		"twice":       {"-methods", "mcmc,mcmc"},
+		"need -child": {"-memprofile", "x.heap"},
 	}
 	for want, args := range bad {
 		_, err := parseFlags(append(args, "-out", dir), io.Discard)
@@ -47,6 +50,31 @@ func TestParseFlags(t *testing.T) {
 	require.NoError(t, os.WriteFile(file, nil, 0o644))
 	_, err = parseFlags([]string{"-out", filepath.Join(file, "sub")}, io.Discard)
 	assert.ErrorContains(t, err, "-out")
+}
+
+// TestPeakHeapProfile checks that the profile written is a heap profile
+// taken at the larger of two live heaps.
+func TestPeakHeapProfile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "peak.heap")
+	stop, err := peakHeapProfile(path, time.Millisecond)
+	require.NoError(t, err)
+	big := make([][]byte, 0, 64)
+	for range 64 {
+		big = append(big, make([]byte, 1<<20)) // 64 MiB live
+	}
+	runtime.GC()
+	time.Sleep(50 * time.Millisecond)
+	runtime.KeepAlive(big)
+	big = nil
+	runtime.GC()
+	require.NoError(t, stop())
+	b, err := os.ReadFile(path)
+	require.NoError(t, err)
+	// "heap profile: <objects>: <bytes in use> [...": the sampled live heap.
+	var objects, inuse int64
+	_, err = fmt.Sscanf(string(b), "heap profile: %d: %d", &objects, &inuse)
+	require.NoError(t, err, "%.80s", b)
+	assert.Greater(t, inuse, int64(48<<20), "the profile is the one taken while 64 MiB were live")
 }
 
 func TestMsPerStep(t *testing.T) {
