@@ -161,10 +161,10 @@
 // # Results
 //
 // celegans/README.md has the measured Tables 3 and 7 with the paper's
-// numbers beside them, the commands that produced them, the figures, and
-// the command that reprints the tables from the committed results files
-// (go run ./examples/celegans -report celegans/results/tables). It also
-// says which code path computed each set of results files.
+// numbers beside them, with every method's estimate polished and without,
+// the commands that produced them, the figures, and the command that
+// reprints the tables from the committed results files
+// (go run ./examples/celegans -report celegans/results/tables-engines).
 // celegans/results/NOTES.md keeps the history behind this documentation.
 //
 // # References
