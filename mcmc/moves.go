@@ -41,7 +41,7 @@ type BlockMH struct {
 	n       int
 	free    []int
 	maxK    int
-	allowed *perm.Mask // a copy of the caller's mask; nil without one
+	allowed *maskCopy // a copy of the caller's mask; nil without one
 
 	rows, cols, sigma []int // scratch
 }
@@ -70,7 +70,7 @@ func NewBlockMH(n int, target PermTarget, mask *perm.Mask, fixed []bool, maxBloc
 	}
 	k.maxK = min(maxBlock, len(k.free))
 	if mask != nil {
-		k.allowed = mask.Clone()
+		k.allowed = newMaskCopy(mask)
 	}
 	k.rows = make([]int, len(k.free))
 	k.cols = make([]int, k.maxK)
@@ -115,7 +115,7 @@ func (k *BlockMH) Step(rng *rand.Rand, p perm.Perm) (bool, error) {
 	}
 	if k.allowed != nil {
 		for a, r := range rows {
-			if !k.allowed.Allowed(r, cols[sigma[a]]) {
+			if c := cols[sigma[a]]; uint(c) >= uint(k.n) || !k.allowed.has(r, c) {
 				return false, nil
 			}
 		}

@@ -53,7 +53,7 @@ type SwapMH struct {
 	// With a mask: allowed (a copy of the caller's) says whether row i may
 	// take column c, and colRows[c] lists the free rows that may take column
 	// c. Both are nil without a mask.
-	allowed *perm.Mask
+	allowed *maskCopy
 	colRows [][]int
 
 	partners []int // scratch: partners of the chosen row
@@ -89,7 +89,7 @@ func NewSwapMH(n int, target PermTarget, mask *perm.Mask, fixed []bool) (*SwapMH
 		}
 	}
 	if mask != nil {
-		k.allowed = mask.Clone()
+		k.allowed = newMaskCopy(mask)
 		k.colRows = make([][]int, n)
 		for _, i := range k.free {
 			for _, c := range mask.Row(i) {
@@ -168,7 +168,7 @@ func (k *SwapMH) Step(rng *rand.Rand, p perm.Perm) (bool, error) {
 
 func (k *SwapMH) checkRow(i int, p perm.Perm) error {
 	c := p[i]
-	if !k.allowed.Allowed(i, c) {
+	if uint(c) >= uint(k.n) || !k.allowed.has(i, c) {
 		return fmt.Errorf("mcmc: SwapMH: row %d is on column %d, which the mask does not allow", i, c)
 	}
 	return nil
@@ -177,8 +177,19 @@ func (k *SwapMH) checkRow(i int, p perm.Perm) error {
 // collectPartners stores J(i, p) in k.partners and returns its size.
 func (k *SwapMH) collectPartners(i int, p perm.Perm) int {
 	k.partners = k.partners[:0]
+	if d := k.allowed.bytes; d != nil {
+		// The byte copy, read directly: this loop and countPartners'
+		// are the kernel's hot path.
+		base := i * k.n
+		for _, r := range k.colRows[p[i]] {
+			if c := p[r]; r != i && uint(c) < uint(k.n) && d[base+c] {
+				k.partners = append(k.partners, r)
+			}
+		}
+		return len(k.partners)
+	}
 	for _, r := range k.colRows[p[i]] {
-		if r != i && k.allowed.Allowed(i, p[r]) {
+		if c := p[r]; r != i && uint(c) < uint(k.n) && k.allowed.has(i, c) {
 			k.partners = append(k.partners, r)
 		}
 	}
@@ -190,8 +201,17 @@ func (k *SwapMH) collectPartners(i int, p perm.Perm) int {
 // may take p[i].
 func (k *SwapMH) countPartners(i int, p perm.Perm) int {
 	cnt := 0
+	if d := k.allowed.bytes; d != nil {
+		base := i * k.n
+		for _, r := range k.colRows[p[i]] {
+			if c := p[r]; r != i && uint(c) < uint(k.n) && d[base+c] {
+				cnt++
+			}
+		}
+		return cnt
+	}
 	for _, r := range k.colRows[p[i]] {
-		if r != i && k.allowed.Allowed(i, p[r]) {
+		if c := p[r]; r != i && uint(c) < uint(k.n) && k.allowed.has(i, c) {
 			cnt++
 		}
 	}
