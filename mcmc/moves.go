@@ -6,6 +6,7 @@ import (
 	"math"
 	"math/rand/v2"
 
+	"github.com/permlab/permlab/internal/masktab"
 	"github.com/permlab/permlab/perm"
 )
 
@@ -41,7 +42,7 @@ type BlockMH struct {
 	n       int
 	free    []int
 	maxK    int
-	allowed *maskCopy // a copy of the caller's mask; nil without one
+	allowed *masktab.Table // a copy of the caller's mask; nil without one
 
 	rows, cols, sigma []int // scratch
 }
@@ -70,7 +71,7 @@ func NewBlockMH(n int, target PermTarget, mask *perm.Mask, fixed []bool, maxBloc
 	}
 	k.maxK = min(maxBlock, len(k.free))
 	if mask != nil {
-		k.allowed = newMaskCopy(mask)
+		k.allowed = masktab.New(n, mask.Row)
 	}
 	k.rows = make([]int, len(k.free))
 	k.cols = make([]int, k.maxK)
@@ -115,7 +116,7 @@ func (k *BlockMH) Step(rng *rand.Rand, p perm.Perm) (bool, error) {
 	}
 	if k.allowed != nil {
 		for a, r := range rows {
-			if c := cols[sigma[a]]; uint(c) >= uint(k.n) || !k.allowed.has(r, c) {
+			if c := cols[sigma[a]]; uint(c) >= uint(k.n) || !k.allowed.Has(r, c) {
 				return false, nil
 			}
 		}

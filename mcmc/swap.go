@@ -6,6 +6,7 @@ import (
 	"math"
 	"math/rand/v2"
 
+	"github.com/permlab/permlab/internal/masktab"
 	"github.com/permlab/permlab/perm"
 )
 
@@ -53,7 +54,7 @@ type SwapMH struct {
 	// With a mask: allowed (a copy of the caller's) says whether row i may
 	// take column c, and colRows[c] lists the free rows that may take column
 	// c. Both are nil without a mask.
-	allowed *maskCopy
+	allowed *masktab.Table
 	colRows [][]int
 
 	partners []int // scratch: partners of the chosen row
@@ -89,7 +90,7 @@ func NewSwapMH(n int, target PermTarget, mask *perm.Mask, fixed []bool) (*SwapMH
 		}
 	}
 	if mask != nil {
-		k.allowed = newMaskCopy(mask)
+		k.allowed = masktab.New(n, mask.Row)
 		k.colRows = make([][]int, n)
 		for _, i := range k.free {
 			for _, c := range mask.Row(i) {
@@ -168,7 +169,7 @@ func (k *SwapMH) Step(rng *rand.Rand, p perm.Perm) (bool, error) {
 
 func (k *SwapMH) checkRow(i int, p perm.Perm) error {
 	c := p[i]
-	if uint(c) >= uint(k.n) || !k.allowed.has(i, c) {
+	if uint(c) >= uint(k.n) || !k.allowed.Has(i, c) {
 		return fmt.Errorf("mcmc: SwapMH: row %d is on column %d, which the mask does not allow", i, c)
 	}
 	return nil
@@ -177,7 +178,7 @@ func (k *SwapMH) checkRow(i int, p perm.Perm) error {
 // collectPartners stores J(i, p) in k.partners and returns its size.
 func (k *SwapMH) collectPartners(i int, p perm.Perm) int {
 	k.partners = k.partners[:0]
-	if d := k.allowed.bytes; d != nil {
+	if d := k.allowed.Bytes; d != nil {
 		// The byte copy, read directly: this loop and countPartners'
 		// are the kernel's hot path.
 		base := i * k.n
@@ -189,7 +190,7 @@ func (k *SwapMH) collectPartners(i int, p perm.Perm) int {
 		return len(k.partners)
 	}
 	for _, r := range k.colRows[p[i]] {
-		if c := p[r]; r != i && uint(c) < uint(k.n) && k.allowed.has(i, c) {
+		if c := p[r]; r != i && uint(c) < uint(k.n) && k.allowed.Has(i, c) {
 			k.partners = append(k.partners, r)
 		}
 	}
@@ -201,7 +202,7 @@ func (k *SwapMH) collectPartners(i int, p perm.Perm) int {
 // may take p[i].
 func (k *SwapMH) countPartners(i int, p perm.Perm) int {
 	cnt := 0
-	if d := k.allowed.bytes; d != nil {
+	if d := k.allowed.Bytes; d != nil {
 		base := i * k.n
 		for _, r := range k.colRows[p[i]] {
 			if c := p[r]; r != i && uint(c) < uint(k.n) && d[base+c] {
@@ -211,7 +212,7 @@ func (k *SwapMH) countPartners(i int, p perm.Perm) int {
 		return cnt
 	}
 	for _, r := range k.colRows[p[i]] {
-		if c := p[r]; r != i && uint(c) < uint(k.n) && k.allowed.has(i, c) {
+		if c := p[r]; r != i && uint(c) < uint(k.n) && k.allowed.Has(i, c) {
 			cnt++
 		}
 	}

@@ -13,6 +13,7 @@ import (
 	"gonum.org/v1/gonum/optimize"
 
 	"github.com/permlab/permlab/ad"
+	"github.com/permlab/permlab/internal/masktab"
 	"github.com/permlab/permlab/perm"
 )
 
@@ -82,7 +83,7 @@ type polishSlot struct {
 	ps      *PermSpec
 	b       int
 	n       int
-	allowed []bool // n*n
+	allowed *masktab.Table // the site's mask
 	free    []int
 	prior   PermPrior // nil when uniform
 }
@@ -135,11 +136,8 @@ func NewScorer(m Model) (*Scorer, error) {
 		}
 		n := ps.N
 		for b := range ps.B() {
-			sl := polishSlot{ps: ps, b: b, n: n, allowed: make([]bool, n*n), prior: prior}
+			sl := polishSlot{ps: ps, b: b, n: n, allowed: masktab.New(n, ps.Masks[b].Row), prior: prior}
 			for i := range n {
-				for j := range n {
-					sl.allowed[i*n+j] = ps.Masks[b].Allowed(i, j)
-				}
 				if ps.Free[b][i] {
 					sl.free = append(sl.free, i)
 				}
@@ -660,7 +658,6 @@ func priorDelta(sl *polishSlot, p perm.Perm, i, k int) float64 {
 // swaps applies every improving swap of two free rows of one permutation.
 func (ls *localSearch) swaps(sl *polishSlot) (bool, error) {
 	p := ls.s.Perms[sl.ps.Name][sl.b]
-	n := sl.n
 	any := false
 	delta, failed, err := ls.swapDelta(sl)
 	if err != nil {
@@ -668,7 +665,7 @@ func (ls *localSearch) swaps(sl *polishSlot) (bool, error) {
 	}
 	for a, i := range sl.free {
 		for _, k := range sl.free[a+1:] {
-			if !sl.allowed[i*n+p[k]] || !sl.allowed[k*n+p[i]] {
+			if !sl.allowed.Has(i, p[k]) || !sl.allowed.Has(k, p[i]) {
 				continue
 			}
 			if ls.expired() {
@@ -750,7 +747,7 @@ func (ls *localSearch) cycles(sl *polishSlot) (bool, error) {
 			}
 			for _, cl := range mask.Row(k) {
 				l := inv[cl]
-				if l <= i || l == k || !free[l] || !sl.allowed[l*n+p[i]] {
+				if l <= i || l == k || !free[l] || !sl.allowed.Has(l, p[i]) {
 					continue
 				}
 				if ls.expired() {
@@ -758,7 +755,7 @@ func (ls *localSearch) cycles(sl *polishSlot) (bool, error) {
 				}
 				ci := p[i]
 				var ok bool
-				if delta != nil && sl.allowed[k*n+ci] {
+				if delta != nil && sl.allowed.Has(k, ci) {
 					d := delta(p, i, k) + priorDelta(sl, p, i, k)
 					p[i], p[k] = p[k], p[i]
 					d += delta(p, k, l) + priorDelta(sl, p, k, l)
@@ -812,7 +809,6 @@ func (ls *localSearch) blocks(sl *polishSlot) (bool, error) {
 		trials = len(sl.free)
 	}
 	p := ls.s.Perms[sl.ps.Name][sl.b]
-	n := sl.n
 	any := false
 	for range trials {
 		if ls.expired() {
@@ -832,7 +828,7 @@ func (ls *localSearch) blocks(sl *polishSlot) (bool, error) {
 		bestJ := ls.j
 		err := perm.Enumerate(kmax, nil, func(sigma perm.Perm) error {
 			for x, r := range ls.rows {
-				if !sl.allowed[r*n+ls.cols[sigma[x]]] {
+				if !sl.allowed.Has(r, ls.cols[sigma[x]]) {
 					return nil
 				}
 			}

@@ -6,13 +6,14 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/permlab/permlab/internal/masktab"
 	"github.com/permlab/permlab/perm"
 )
 
-// TestMaskCopyForms checks that the byte and bit copies of a mask agree
+// TestMaskTableForms checks that the byte and bit tables of a mask agree
 // with it on every pair, at a size off the word boundary, and that the swap
-// and block kernels run the same chains with either copy.
-func TestMaskCopyForms(t *testing.T) {
+// and block kernels run the same chains with either.
+func TestMaskTableForms(t *testing.T) {
 	const n = 70
 	rng := rand.New(rand.NewPCG(5, 6))
 	mask, err := perm.NewMask(n)
@@ -23,13 +24,13 @@ func TestMaskCopyForms(t *testing.T) {
 			require.NoError(t, mask.Set(i, rng.IntN(n), true))
 		}
 	}
-	bytes, bits := newMaskCopyForm(mask, true), newMaskCopyForm(mask, false)
-	require.NotNil(t, bytes.bytes)
-	require.NotNil(t, bits.bits)
+	bytes, bits := masktab.NewForm(n, mask.Row, true), masktab.NewForm(n, mask.Row, false)
+	require.NotNil(t, bytes.Bytes)
+	require.NotNil(t, bits.Bits)
 	for i := range n {
 		for c := range n {
-			require.Equal(t, mask.Allowed(i, c), bytes.has(i, c), "(%d, %d)", i, c)
-			require.Equal(t, mask.Allowed(i, c), bits.has(i, c), "(%d, %d)", i, c)
+			require.Equal(t, mask.Allowed(i, c), bytes.Has(i, c), "(%d, %d)", i, c)
+			require.Equal(t, mask.Allowed(i, c), bits.Has(i, c), "(%d, %d)", i, c)
 		}
 	}
 
@@ -40,7 +41,7 @@ func TestMaskCopyForms(t *testing.T) {
 		}
 		return s
 	})
-	chain := func(form *maskCopy) (perm.Perm, int) {
+	chain := func(form *masktab.Table) (perm.Perm, int) {
 		sk, err := NewSwapMH(n, target, mask, nil)
 		require.NoError(t, err)
 		bk, err := NewBlockMH(n, target, mask, nil, 4)
