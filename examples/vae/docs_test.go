@@ -27,6 +27,7 @@ var generatedDocs = []struct {
 	{"models/vae/README.md", []string{
 		"-report models/vae/results/full",
 		"-report models/vae/results/settled",
+		"-report models/vae/results/fixed",
 	}},
 	{"models/vae/results/NOTES.md", []string{
 		"-report models/vae/results/settle",
