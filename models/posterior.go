@@ -112,10 +112,8 @@ func PermPosteriorFromDrawsSparse(draws [][]perm.Perm, pats []*relax.SparsePatte
 	if len(pats) != b || len(masks) != b {
 		return nil, fmt.Errorf("models: PermPosteriorFromDrawsSparse: %d patterns and %d masks for %d permutations", len(pats), len(masks), b)
 	}
-	for _, m := range masks {
-		if m == nil || !sparseMask(m) {
-			return PermPosteriorFromDraws(draws, masks)
-		}
+	if !SparseSummary(masks) {
+		return PermPosteriorFromDraws(draws, masks)
 	}
 	w := 1 / float64(len(draws))
 	marg := make([]*relax.SparseLogits, b)
@@ -217,8 +215,6 @@ func (pp *PermPosterior) SetMode(masks []*perm.Mask) error {
 	return nil
 }
 
-// sparseMask reports whether m is large and sparse enough for the sparse
-// assignment solver: N >= 64 and at most a quarter of the entries allowed.
 // SparseSummary reports whether PermPosteriorFromDrawsSparse keeps the
 // marginals of a site with these masks (one per permutation) on the
 // candidates: every mask is of N >= 64 and allows at most a quarter of the
@@ -235,6 +231,8 @@ func SparseSummary(masks []*perm.Mask) bool {
 	return true
 }
 
+// sparseMask reports whether m is large and sparse enough for the sparse
+// assignment solver: N >= 64 and at most a quarter of the entries allowed.
 func sparseMask(m *perm.Mask) bool {
 	n := m.Size()
 	return n >= 64 && m.Count() <= n*n/4
