@@ -135,7 +135,7 @@ func (k *SwapMH) Step(rng *rand.Rand, p perm.Perm) (bool, error) {
 		if err := k.checkRow(j, p); err != nil {
 			return false, err
 		}
-		nj = k.countPartners(j, p)
+		nj = k.collectPartners(j, p) // k.partners is not needed after j
 	}
 
 	var d float64
@@ -151,8 +151,8 @@ func (k *SwapMH) Step(rng *rand.Rand, p perm.Perm) (bool, error) {
 
 	logA := d
 	if k.allowed != nil && !k.ignoreProposalRatio {
-		ni2 := k.countPartners(i, p)
-		nj2 := k.countPartners(j, p)
+		ni2 := k.collectPartners(i, p)
+		nj2 := k.collectPartners(j, p)
 		// log q(p' -> p) - log q(p -> p'); the 1/|F| factors cancel.
 		logA += math.Log(1/float64(ni2)+1/float64(nj2)) - math.Log(1/float64(ni)+1/float64(nj))
 	}
@@ -175,12 +175,14 @@ func (k *SwapMH) checkRow(i int, p perm.Perm) error {
 	return nil
 }
 
-// collectPartners stores J(i, p) in k.partners and returns its size.
+// collectPartners stores J(i, p) in k.partners and returns its size:
+// the free rows r != i with (r, p[i]) and (i, p[r]) allowed.
+// colRows[p[i]] already holds exactly the free rows that may take p[i].
 func (k *SwapMH) collectPartners(i int, p perm.Perm) int {
 	k.partners = k.partners[:0]
 	if d := k.allowed.Bytes; d != nil {
-		// The byte copy, read directly: this loop and countPartners'
-		// are the kernel's hot path.
+		// The byte table, read directly: this loop is the kernel's hot
+		// path.
 		base := i * k.n
 		for _, r := range k.colRows[p[i]] {
 			if c := p[r]; r != i && uint(c) < uint(k.n) && d[base+c] {
@@ -195,26 +197,4 @@ func (k *SwapMH) collectPartners(i int, p perm.Perm) int {
 		}
 	}
 	return len(k.partners)
-}
-
-// countPartners returns |J(i, p)|: free rows r != i with (r, p[i]) and
-// (i, p[r]) allowed. colRows[p[i]] already holds exactly the free rows that
-// may take p[i].
-func (k *SwapMH) countPartners(i int, p perm.Perm) int {
-	cnt := 0
-	if d := k.allowed.Bytes; d != nil {
-		base := i * k.n
-		for _, r := range k.colRows[p[i]] {
-			if c := p[r]; r != i && uint(c) < uint(k.n) && d[base+c] {
-				cnt++
-			}
-		}
-		return cnt
-	}
-	for _, r := range k.colRows[p[i]] {
-		if c := p[r]; r != i && uint(c) < uint(k.n) && k.allowed.Has(i, c) {
-			cnt++
-		}
-	}
-	return cnt
 }
