@@ -386,32 +386,30 @@ func one(c *config) (*Result, error) {
 		method = string(m)
 	}
 	out, err := celegans.Solve(context.Background(), p, m, s, c.seed)
+	r := &Result{
+		N: c.n, Method: method, Layout: c.layout, Budget: c.budget.String(), Seed: c.seed,
+		Edges: conn.Edges(), Candidates: cands, Nu: nu, SetupSec: setup.Seconds(),
+		PeakMiB: peakMiB(), Procs: runtime.GOMAXPROCS(0), Go: runtime.Version(),
+		Date: time.Now().UTC().Format(time.DateOnly),
+	}
 	if errors.Is(err, celegans.ErrBudgetTooShort) {
 		// A result of the grid, not a failure of the code: this method
 		// gives no estimate at this size within the budget.
-		return &Result{
-			N: c.n, Method: method, Layout: c.layout, Budget: c.budget.String(), Seed: c.seed,
-			Edges: conn.Edges(), Candidates: cands, Nu: nu, SetupSec: setup.Seconds(),
-			PeakMiB: peakMiB(), Procs: runtime.GOMAXPROCS(0), Go: runtime.Version(),
-			Date: time.Now().UTC().Format(time.DateOnly), Failure: err.Error(),
-		}, nil
+		r.Failure = err.Error()
+		return r, nil
 	}
 	if err != nil {
 		return nil, err
 	}
-	ms := msPerStep(out.Trace)
-	if math.IsNaN(ms) && out.Iterations > 0 {
+	r.MsPerStep = msPerStep(out.Trace)
+	if math.IsNaN(r.MsPerStep) && out.Iterations > 0 {
 		// Too few trace points: the whole run's mean, setup of the fit
 		// and the estimate included.
-		ms = float64(out.Elapsed) / float64(time.Millisecond) / float64(out.Iterations)
+		r.MsPerStep = float64(out.Elapsed) / float64(time.Millisecond) / float64(out.Iterations)
 	}
-	return &Result{
-		N: c.n, Method: method, Layout: c.layout, Budget: c.budget.String(), Seed: c.seed,
-		Edges: conn.Edges(), Candidates: cands, Nu: nu, SetupSec: setup.Seconds(),
-		MsPerStep: ms, Steps: out.Iterations, Fits: out.Fits,
-		Accuracy: out.Accuracy, Unknown: out.AccuracyUnknown, PeakMiB: peakMiB(),
-		Procs: runtime.GOMAXPROCS(0), Go: runtime.Version(), Date: time.Now().UTC().Format(time.DateOnly),
-	}, nil
+	r.Steps, r.Fits = out.Iterations, out.Fits
+	r.Accuracy, r.Unknown = out.Accuracy, out.AccuracyUnknown
+	return r, nil
 }
 
 // traceEvery spaces the trace points (each solves one assignment problem)

@@ -24,8 +24,9 @@ func peakHeapProfile(path string, every time.Duration) (stop func() error, err e
 		return nil, err
 	}
 	sample := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
+	// Only the polling goroutine touches best and peak until stop has
+	// waited for it to end.
 	var (
-		mu   sync.Mutex
 		best bytes.Buffer
 		peak uint64
 	)
@@ -41,9 +42,7 @@ func peakHeapProfile(path string, every time.Duration) (stop func() error, err e
 		if err := pprof.Lookup("heap").WriteTo(&b, 1); err != nil {
 			return
 		}
-		mu.Lock()
 		peak, best = live, b
-		mu.Unlock()
 	}
 	done := make(chan struct{})
 	var wg sync.WaitGroup
@@ -65,8 +64,6 @@ func peakHeapProfile(path string, every time.Duration) (stop func() error, err e
 		close(done)
 		wg.Wait()
 		take()
-		mu.Lock()
-		defer mu.Unlock()
 		if _, err := f.Write(best.Bytes()); err != nil {
 			f.Close()
 			return err
