@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"runtime"
+	"sort"
 	"sync"
 
 	"gonum.org/v1/gonum/floats"
@@ -268,11 +269,16 @@ type Model struct {
 	// dataCache holds the data form's residuals per state (model_data_mcmc.go).
 	dataCache map[*models.State]*dataFast
 
-	gemm    []bool     // per worm: the products with P are dense (gemmDensity)
-	data    bool       // the statistics are in the data form (see logLikData)
-	dataMu  sync.Mutex // guards dataIdx
-	dataIdx map[*relax.SparsePattern]*patternIndex
-	dots    []*pairDots // per worm, the data form's dot products of recorded rows
+	gemm []bool // per worm: the products with P are dense (gemmDensity)
+	// For the dense products, per worm: P's rows in the order the products
+	// take them (rowOrder[r] is the observed neuron in place r, rowPlace
+	// its inverse), and where the rows in that order may be nonzero.
+	rowOrder, rowPlace [][]int
+	pBlocks            []*f64.Blocks
+	data               bool       // the statistics are in the data form (see logLikData)
+	dataMu             sync.Mutex // guards dataIdx
+	dataIdx            map[*relax.SparsePattern]*patternIndex
+	dots               []*pairDots // per worm, the data form's dot products of recorded rows
 }
 
 // NewModel returns the model of p.
@@ -310,6 +316,8 @@ func NewModel(p *Problem) *Model {
 		}
 		m.cols = append(m.cols, cols)
 		m.rows = append(m.rows, rows)
+		order, place, blocks := rowBlocks(n, cols)
+		m.rowOrder, m.rowPlace, m.pBlocks = append(m.rowOrder, order), append(m.rowPlace, place), append(m.pBlocks, blocks)
 	}
 	m.wRowCol, m.wRowX = make([][]int, n), make([][]int, n)
 	m.wColRow, m.wColX = make([][]int, n), make([][]int, n)
@@ -360,6 +368,44 @@ func weightRowSums(dst, src []float64, n int, idx, xs [][]int, w, scratch []floa
 			k[t] = w[x]
 		}
 	})
+}
+
+// rowBlocks orders the rows of an n×n P with allowed columns cols by
+// their first and last allowed column, and describes where P's rows in
+// that order may be nonzero. Canonical neurons are sorted by position, so
+// a position mask allows an interval of columns in each row, and rows
+// with nearby intervals become neighbours: the blocks of rows that the
+// dense products take together then span about one interval each, and
+// f64.GemmSkip and f64.GemmOn skip the rest (about two thirds of the work
+// on the hard masks). The order changes which rows are computed together,
+// not any sum, so every entry keeps its bits.
+func rowBlocks(n int, cols [][]int) (order, place []int, blocks *f64.Blocks) {
+	order = make([]int, n)
+	for i := range order {
+		order[i] = i
+	}
+	span := func(i int) (int, int) {
+		if cs := cols[i]; len(cs) > 0 {
+			return cs[0], cs[len(cs)-1]
+		}
+		return n, n
+	}
+	sort.SliceStable(order, func(a, b int) bool {
+		a0, a1 := span(order[a])
+		b0, b1 := span(order[b])
+		return a0 < b0 || (a0 == b0 && a1 < b1)
+	})
+	place = make([]int, n)
+	sorted := make([][]int, n)
+	for r, i := range order {
+		place[i] = r
+		sorted[r] = cols[i]
+	}
+	blocks, err := f64.NewBlocks(n, n, sorted)
+	if err != nil {
+		panic("celegans: mask rows are not increasing: " + err.Error()) // perm.Mask.Row returns increasing columns
+	}
+	return order, place, blocks
 }
 
 // gemmDensity is the share of allowed entries of a worm's mask above which
@@ -414,24 +460,37 @@ func (m *Model) logLikOp(t *ad.Tape, pv, wv *ad.Var, kk int) *ad.Var {
 		}
 		// B = W Pᵀ, then A = P B.
 		weightRowSums(st.bm, st.pt, n, m.wRowCol, m.wRowX, w, st.coef)
+		// With the dense products, P's rows and so those of A and A·Sxx
+		// are in the order rowOrder[j] (see rowBlocks): row r of each is
+		// observed neuron rowOrder[j][r].
+		place := m.rowPlace[j]
 		if st.pm != nil {
 			clear(st.pm)
 			for i, cs := range m.cols[j] {
+				r := place[i]
 				for _, c := range cs {
-					st.pm[i*n+c] = p[i*n+c]
+					st.pm[r*n+c] = p[i*n+c]
 				}
 			}
 			st.pk = f64.PackTo(st.pk, st.bm, n, n)
-			f64.Gemm(n, st.pm, st.pk, a)
+			f64.GemmSkip(st.pm, m.pBlocks[j], st.pk, a)
 		} else {
+			place = nil
 			matRowSums(a, st.bm, n, m.cols[j], p, st.coef)
 		}
 		f64.Gemm(n, a, m.sxx[j], st.as)
 		syx := s.Syx.RawMatrix().Data
 		var cross, quad float64
-		for i, v := range a {
-			cross += v * syx[i]
-			quad += v * st.as[i]
+		for i := range n {
+			r := i
+			if place != nil {
+				r = place[i]
+			}
+			ar, sr, qr := a[r*n:(r+1)*n], syx[i*n:(i+1)*n], st.as[r*n:(r+1)*n]
+			for c, v := range ar {
+				cross += v * sr[c]
+				quad += v * qr[c]
+			}
 		}
 		terms[q] = -0.5/eta2*(m.trYY[j]-2*cross+quad) - 0.5*float64(s.Count*n)*math.Log(2*math.Pi*eta2)
 	})
@@ -446,10 +505,19 @@ func (m *Model) logLikOp(t *ad.Tape, pv, wv *ad.Var, kk int) *ad.Var {
 			s := m.P.Stats[j]
 			syx := s.Syx.RawMatrix().Data
 			c := g[k] / eta2
-			// Ā = (g/η²)(Syx − A·Sxx), reusing the A·Sxx buffer.
+			// Ā = (g/η²)(Syx − A·Sxx), reusing the A·Sxx buffer; with the
+			// dense products its rows are in the order rowOrder[j].
 			ga := st.as
-			for i := range ga {
-				ga[i] = c * (syx[i] - ga[i])
+			order := m.rowOrder[j]
+			for r := range n {
+				i := r
+				if st.pm != nil {
+					i = order[r]
+				}
+				gr, sr := ga[r*n:(r+1)*n], syx[i*n:(i+1)*n]
+				for x := range gr {
+					gr[x] = c * (sr[x] - gr[x])
+				}
 			}
 			tmp := st.coef
 			if gp != nil {
@@ -458,10 +526,11 @@ func (m *Model) logLikOp(t *ad.Tape, pv, wv *ad.Var, kk int) *ad.Var {
 				if st.pm != nil {
 					// Into A's buffer, which is no longer needed.
 					st.pk = f64.PackTransTo(st.pk, st.bm, n, n)
-					f64.Gemm(n, ga, st.pk, st.a)
+					f64.GemmOn(ga, st.pk, st.a, m.pBlocks[j])
 					for i, cs := range m.cols[j] {
+						r := m.rowPlace[j][i]
 						for _, c := range cs {
-							dst[i*n+c] += st.a[i*n+c]
+							dst[i*n+c] += st.a[r*n+c]
 						}
 					}
 				} else {
@@ -477,7 +546,12 @@ func (m *Model) logLikOp(t *ad.Tape, pv, wv *ad.Var, kk int) *ad.Var {
 			// entries of Pᵀ are those of pt, zero off the mask.
 			gb := st.bm
 			if st.pm != nil {
-				st.pk = f64.PackTo(st.pk, ga, n, n)
+				// Ā's rows back in the observed order, into A's buffer, so
+				// that the sum over observed neurons runs in that order.
+				for r, i := range order {
+					copy(st.a[i*n:(i+1)*n], ga[r*n:(r+1)*n])
+				}
+				st.pk = f64.PackTo(st.pk, st.a, n, n)
 				f64.Gemm(n, st.pt, st.pk, gb)
 			} else {
 				matRowSums(gb, ga, n, m.rows[j], st.pt, st.coef)

@@ -12,6 +12,7 @@ import (
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/permlab/permlab/ad"
+	"github.com/permlab/permlab/internal/f64"
 	"github.com/permlab/permlab/models"
 	"github.com/permlab/permlab/perm"
 	"github.com/permlab/permlab/vi"
@@ -250,8 +251,12 @@ func TestDataStats(t *testing.T) {
 // (masks above gemmDensity) and as sums of the allowed rows agree, value
 // and gradients, whatever the mask.
 func TestModelDenseProducts(t *testing.T) {
-	for _, nu := range []float64{0.1, 0.4, 1} {
-		sim, masks := simFor(t, 20, 2, 2, 40, nu, 9)
+	for _, c := range []struct {
+		n  int
+		nu float64
+	}{{20, 0.1}, {20, 0.4}, {20, 1}, {61, 0.1}} {
+		nu := c.nu
+		sim, masks := simFor(t, c.n, 2, 2, 40, nu, 9)
 		p, err := FromSimulation(sim, masks)
 		require.NoError(t, err)
 		n, b, e := p.N(), p.Worms(), len(p.Support())
@@ -278,6 +283,46 @@ func TestModelDenseProducts(t *testing.T) {
 			assert.InDeltaSlice(t, ref[0], v, 1e-9*maxAbs(ref[0]), "ν %g: value", nu)
 			assert.InDeltaSlice(t, ref[1], gp, 1e-9*maxAbs(ref[1]), "ν %g: P gradient", nu)
 			assert.InDeltaSlice(t, ref[2], gw, 1e-9*maxAbs(ref[2]), "ν %g: W gradient", nu)
+		}
+	}
+}
+
+// TestModelRowOrder: the dense products take P's rows in the order of
+// rowBlocks, which skips the zero runs of a position mask; every value
+// and gradient keeps the bits it has with the rows in their own order.
+func TestModelRowOrder(t *testing.T) {
+	sim, masks := simFor(t, 61, 2, 2, 40, 0.1, 9)
+	p, err := FromSimulation(sim, masks)
+	require.NoError(t, err)
+	n, b, e := p.N(), p.Worms(), len(p.Support())
+	rng := rand.New(rand.NewPCG(10, 12))
+	pt := ad.Zeros(1, b, n, n)
+	for i := range pt.Data {
+		pt.Data[i] = rng.Float64()
+	}
+	wt := ad.Zeros(1, e)
+	for i := range wt.Data {
+		wt.Data[i] = 0.3 * rng.NormFloat64()
+	}
+	sorted := NewModel(p)
+	plain := NewModel(p)
+	identity := make([]int, n)
+	for i := range identity {
+		identity[i] = i
+	}
+	for j := range plain.gemm {
+		require.True(t, sorted.gemm[j], "worm %d: the hard mask takes the dense products", j)
+		assert.NotEqual(t, identity, sorted.rowOrder[j], "worm %d: rows reordered", j)
+		blocks, err := f64.NewBlocks(n, n, plain.cols[j])
+		require.NoError(t, err)
+		assert.Less(t, sorted.pBlocks[j].Density(), 0.7*blocks.Density(), "worm %d: the order skips more", j)
+		plain.rowOrder[j], plain.rowPlace[j], plain.pBlocks[j] = identity, identity, blocks
+	}
+	v1, gp1, gw1 := evalGrad(t, sorted, pt, wt)
+	v2, gp2, gw2 := evalGrad(t, plain, pt, wt)
+	for name, pair := range map[string][2][]float64{"value": {v1, v2}, "P gradient": {gp1, gp2}, "W gradient": {gw1, gw2}} {
+		for i := range pair[0] {
+			require.Equal(t, math.Float64bits(pair[1][i]), math.Float64bits(pair[0][i]), "%s %d", name, i)
 		}
 	}
 }
