@@ -1,5 +1,7 @@
 package ad
 
+import "github.com/permlab/permlab/internal/par"
+
 // bcast says how an operand's elements map onto the output's.
 type bcast uint8
 
@@ -87,23 +89,10 @@ func binary(op binOp, a, b *Var) *Var {
 	}
 	av, bv, out := a.val, b.val, y.val
 	if ma == bFull && mb == bFull {
-		switch op {
-		case opAdd:
-			for i := range out {
-				out[i] = av[i] + bv[i]
-			}
-		case opSub:
-			for i := range out {
-				out[i] = av[i] - bv[i]
-			}
-		case opMul:
-			for i := range out {
-				out[i] = av[i] * bv[i]
-			}
-		case opDiv:
-			for i := range out {
-				out[i] = av[i] / bv[i]
-			}
+		if len(out) <= par.Grain {
+			binFull(op, out, av, bv)
+		} else {
+			par.Range(len(out), par.Grain, func(lo, hi int) { binFull(op, out[lo:hi], av[lo:hi], bv[lo:hi]) })
 		}
 		return y
 	}
@@ -134,6 +123,29 @@ func binary(op binOp, a, b *Var) *Var {
 		}
 	}
 	return y
+}
+
+// binFull sets out = av op bv for operands of out's shape.
+func binFull(op binOp, out, av, bv []float64) {
+	av, bv = av[:len(out)], bv[:len(out)]
+	switch op {
+	case opAdd:
+		for i := range out {
+			out[i] = av[i] + bv[i]
+		}
+	case opSub:
+		for i := range out {
+			out[i] = av[i] - bv[i]
+		}
+	case opMul:
+		for i := range out {
+			out[i] = av[i] * bv[i]
+		}
+	case opDiv:
+		for i := range out {
+			out[i] = av[i] / bv[i]
+		}
+	}
 }
 
 func backBinary(y *Var) {

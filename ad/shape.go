@@ -1,5 +1,7 @@
 package ad
 
+import "github.com/permlab/permlab/internal/par"
+
 // Reshape returns x with a new shape of the same size. One dimension may be
 // -1, meaning "whatever is left".
 func Reshape(x *Var, shape ...int) *Var {
@@ -31,7 +33,11 @@ func Reshape(x *Var, shape ...int) *Var {
 	}
 	y := t.newOp(shape, backIdentity, x)
 	y.a = x
-	copy(y.val, x.val)
+	if xv, yv := x.val, y.val; len(xv) <= par.Grain {
+		copy(yv, xv)
+	} else {
+		par.Range(len(xv), par.Grain, func(lo, hi int) { copy(yv[lo:hi], xv[lo:hi]) })
+	}
 	return y
 }
 

@@ -6,6 +6,7 @@ import (
 	"math"
 
 	"github.com/permlab/permlab/internal/f64"
+	"github.com/permlab/permlab/internal/par"
 )
 
 // Param is a persistent trainable tensor. Backward adds ∂loss/∂Value into
@@ -145,7 +146,11 @@ func (t *Tape) Reset() {
 // the pool on Reset. Custom ops use it for their values and saved state.
 func (t *Tape) Alloc(n int) []float64 {
 	buf := t.allocRaw(n)
-	clear(buf)
+	if n <= par.Grain {
+		clear(buf)
+	} else {
+		par.Range(n, par.Grain, func(lo, hi int) { clear(buf[lo:hi]) })
+	}
 	return buf
 }
 

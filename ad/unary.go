@@ -1,6 +1,10 @@
 package ad
 
-import "math"
+import (
+	"math"
+
+	"github.com/permlab/permlab/internal/par"
+)
 
 // unary records y = f(x) elementwise, with adjoint x̄ += ȳ · dfdx(x, y).
 func unary(op string, x *Var, f func(float64) float64, back func(*Var)) *Var {
@@ -10,10 +14,47 @@ func unary(op string, x *Var, f func(float64) float64, back func(*Var)) *Var {
 	}
 	y := t.newOp(x.shape, back, x)
 	y.a = x
-	for i, xi := range x.val {
-		y.val[i] = f(xi)
+	xv, yv := x.val, y.val
+	if len(xv) <= par.Grain {
+		mapTo(yv, xv, f)
+	} else {
+		par.Range(len(xv), par.Grain, func(lo, hi int) { mapTo(yv[lo:hi], xv[lo:hi], f) })
 	}
 	return y
+}
+
+// Elementwise loops over long slices run on several goroutines through
+// par.Range, each entry computed as the serial loop computes it, so the
+// bits do not depend on the number of threads. The closure is made only
+// on that path: a closure handed to par.Range escapes to the heap, and
+// the tape's ops allocate nothing when their buffers come from its pool.
+
+// mapTo sets y[i] = f(x[i]).
+func mapTo(y, x []float64, f func(float64) float64) {
+	for i, xi := range x {
+		y[i] = f(xi)
+	}
+}
+
+// addTo adds x to y, or with set, stores 0 + x in y (a −0 turned into
+// +0, as adding to a zeroed y would give).
+func addTo(y, x []float64, set bool) {
+	if set {
+		for i, v := range x {
+			y[i] = 0 + v
+		}
+		return
+	}
+	for i, v := range x {
+		y[i] += v
+	}
+}
+
+// addScaled adds c·x to y.
+func addScaled(y, x []float64, c float64) {
+	for i, v := range x {
+		y[i] += c * v
+	}
 }
 
 // deadOf returns the tape's dead Var, or nil without a tape.
@@ -268,8 +309,11 @@ func backScale(y *Var) {
 		return
 	}
 	g := y.a.gradBuf()
-	for i, gy := range y.grad {
-		g[i] += y.s * gy
+	gy, c := y.grad, y.s
+	if len(gy) <= par.Grain {
+		addScaled(g, gy, c)
+	} else {
+		par.Range(len(gy), par.Grain, func(lo, hi int) { addScaled(g[lo:hi], gy[lo:hi], c) })
 	}
 }
 
@@ -282,8 +326,13 @@ func backIdentity(y *Var) {
 	if !y.a.needGrad {
 		return
 	}
-	g := y.a.gradBuf()
-	for i, gy := range y.grad {
-		g[i] += gy
+	// A fresh adjoint is written as 0 + v (a −0 turned into +0, as adding
+	// to a zeroed buffer would), without zeroing it first.
+	g, acc := y.a.gradOut()
+	gy := y.grad
+	if len(gy) <= par.Grain {
+		addTo(g, gy, !acc)
+	} else {
+		par.Range(len(gy), par.Grain, func(lo, hi int) { addTo(g[lo:hi], gy[lo:hi], !acc) })
 	}
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/permlab/permlab/ad"
 	"github.com/permlab/permlab/internal/f64"
+	"github.com/permlab/permlab/internal/par"
 )
 
 // EulerGamma is the Euler-Mascheroni constant γ, the mean of the standard
@@ -148,14 +149,19 @@ func FillGumbel(dst []float64, rng *rand.Rand) []float64 {
 	for i := range dst {
 		dst[i] = uniformOpen(rng)
 	}
-	f64.Log(dst, dst)
-	for i, v := range dst {
-		dst[i] = -v
-	}
-	f64.Log(dst, dst)
-	for i, v := range dst {
-		dst[i] = -v
-	}
+	// Elementwise from here on: on several goroutines for a long slice,
+	// with the same bits.
+	par.Range(len(dst), par.Grain, func(lo, hi int) {
+		d := dst[lo:hi]
+		f64.Log(d, d)
+		for i, v := range d {
+			d[i] = -v
+		}
+		f64.Log(d, d)
+		for i, v := range d {
+			d[i] = -v
+		}
+	})
 	return dst
 }
 

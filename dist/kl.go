@@ -5,6 +5,7 @@ import (
 	"math"
 
 	"github.com/permlab/permlab/ad"
+	"github.com/permlab/permlab/internal/par"
 )
 
 // Gumbel-space KL divergence.
@@ -117,17 +118,22 @@ func GumbelKLVar(x *ad.Var, tau, tauPrior float64) *ad.Var {
 	xv := x.Value()
 	// e holds Γ(1 + r) exp(-r x) per entry for the backward pass; NaN marks
 	// a skipped (-Inf) entry.
-	e := t.Alloc(len(xv))
+	e := t.AllocRaw(len(xv))
+	// The exponentials on several goroutines for a large x, then the sum
+	// in order, so that the bits do not depend on the number of threads.
+	if len(xv) <= par.Grain {
+		gumbelKLTerms(e, xv, lg, r)
+	} else {
+		par.Range(len(xv), par.Grain, func(lo, hi int) { gumbelKLTerms(e[lo:hi], xv[lo:hi], lg, r) })
+	}
 	var kl float64
 	for i, v := range xv {
 		switch {
 		case math.IsNaN(v) || math.IsInf(v, 1):
 			return failVar(t, "GumbelKLVar: entry %d is %v", i, v)
 		case math.IsInf(v, -1):
-			e[i] = math.NaN()
 			continue
 		}
-		e[i] = math.Exp(lg - r*v)
 		kl += c + r*v + e[i]
 	}
 	out := t.Alloc(1)
@@ -137,12 +143,32 @@ func GumbelKLVar(x *ad.Var, tau, tauPrior float64) *ad.Var {
 		if g == nil {
 			return
 		}
-		for i, ei := range e {
-			if !math.IsNaN(ei) {
-				g[i] += gOut[0] * r * (1 - ei)
-			}
+		if len(e) <= par.Grain {
+			gumbelKLGrad(g, e, gOut[0], r)
+		} else {
+			par.Range(len(e), par.Grain, func(lo, hi int) { gumbelKLGrad(g[lo:hi], e[lo:hi], gOut[0], r) })
 		}
 	})
+}
+
+// gumbelKLTerms sets e[i] = exp(lg − r·x[i]), NaN where x[i] is −∞.
+func gumbelKLTerms(e, x []float64, lg, r float64) {
+	for i, v := range x {
+		if math.IsInf(v, -1) {
+			e[i] = math.NaN()
+		} else {
+			e[i] = math.Exp(lg - r*v)
+		}
+	}
+}
+
+// gumbelKLGrad adds g·r·(1 − e[i]) to dst[i] where e[i] is not NaN.
+func gumbelKLGrad(dst, e []float64, g, r float64) {
+	for i, ei := range e {
+		if !math.IsNaN(ei) {
+			dst[i] += g * r * (1 - ei)
+		}
+	}
 }
 
 // KLNormal returns KL(q ‖ p) for diagonal normals of the same dimension,
