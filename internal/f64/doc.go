@@ -60,6 +60,18 @@
 // offs[p] = p·m, A is the transpose of a k×m matrix. The sums are those
 // of Gemm and GemmAdd on the explicit A, bit for bit.
 //
+// # Products with a sparsity pattern
+//
+// A Blocks describes where an m×k matrix may be nonzero, by blocks of six
+// rows: the column ranges each block uses. GemmSkip multiplies such a
+// matrix (the left factor) by a packed B over those ranges only, and
+// GemmOn computes a product only on the blocks such a pattern covers in
+// the output. A skipped term is the product of an exact zero, which
+// leaves a running sum of fused multiply-adds unchanged, so both give
+// Gemm's bits on every entry they compute. Package celegans uses them for
+// relaxed permutations on candidate masks, with the rows ordered so that
+// a block's rows allow similar columns.
+//
 // # Adam
 //
 // AdamUpdate applies the Adam step to a slice of parameters and zeroes

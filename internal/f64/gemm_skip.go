@@ -100,19 +100,16 @@ func (s *Blocks) Density() float64 {
 
 // GemmSkip sets c = a·B, like Gemm, for the m×k row-major a that is zero
 // outside s (m×k): in each block of rows it multiplies only the column
-// ranges of s. Every entry has the bits Gemm gives it. Entries of a
-// outside s are not read as zeros, they are ignored; a must be zero there
-// for the result to be a·B. It panics if the shapes do not match.
+// ranges of s. Every entry has the bits Gemm gives it. a must be zero
+// outside s: GemmSkip skips most of those entries but reads some (short
+// gaps between ranges, the narrow last panel, the rows after the last
+// full block). It panics if the shapes do not match.
 func GemmSkip(a []float64, s *Blocks, b *Packed, c []float64) {
 	m, k, n := s.m, b.k, b.n
 	if s.k != k || len(a) != m*k || len(c) != m*n {
 		panic("f64: GemmSkip: shapes do not match")
 	}
-	if m == 0 || n == 0 {
-		return
-	}
-	if k == 0 || !useAsm {
-		gemm(m, a, b, c, 0, b.Panels(), false)
+	if denseFallback(m, a, b, c) {
 		return
 	}
 	var tile [gemmMR * panelWidth]float64
@@ -149,6 +146,20 @@ func GemmSkip(a []float64, s *Blocks, b *Packed, c []float64) {
 	}
 }
 
+// denseFallback computes c = a·B with gemm where GemmSkip and GemmOn have
+// nothing to skip: without the assembly kernels, and for empty products.
+// It reports whether it did.
+func denseFallback(m int, a []float64, b *Packed, c []float64) bool {
+	if m == 0 || b.n == 0 {
+		return true
+	}
+	if b.k == 0 || !useAsm {
+		gemm(m, a, b, c, 0, b.Panels(), false)
+		return true
+	}
+	return false
+}
+
 // GemmOn computes the entries of c = a·B, for the m×k row-major a, on the
 // pattern s (m×n): in each block of rows, the 8-column panels that s's
 // ranges touch (and every panel of the rows after the last full block and
@@ -160,11 +171,7 @@ func GemmOn(a []float64, b *Packed, c []float64, s *Blocks) {
 	if s.k != n || len(a) != m*k || len(c) != m*n {
 		panic("f64: GemmOn: shapes do not match")
 	}
-	if m == 0 || n == 0 {
-		return
-	}
-	if k == 0 || !useAsm {
-		gemm(m, a, b, c, 0, b.Panels(), false)
+	if denseFallback(m, a, b, c) {
 		return
 	}
 	var tile [gemmMR * panelWidth]float64
