@@ -409,11 +409,15 @@ func rowBlocks(n int, cols [][]int) (order, place []int, blocks *f64.Blocks) {
 }
 
 // gemmDensity is the share of allowed entries of a worm's mask above which
-// the products with its P run as dense matrix products (f64.Gemm on the
-// masked P) rather than as sums of the allowed entries' rows: a blocked
-// product does N³ multiply-adds at about six times the rate of the row
-// sums' nnz·N (measured on the hard setting of benchmarks/celegans, 35% of
-// the entries allowed), so it wins above about a sixth.
+// the products with its P run as blocked matrix products on the masked P
+// rather than as sums of the allowed entries' rows: a blocked product does
+// N³ multiply-adds at about six times the rate of the row sums' nnz·N
+// (measured on the hard setting of benchmarks/celegans, 35% of the entries
+// allowed), so it wins above about a sixth. Since 2026-11-29 two of the
+// three blocked products skip the blocks the mask leaves empty (rowBlocks),
+// so the blocked path would win at lower densities too; the threshold is
+// kept, because moving it changes which sums some masks take and with
+// them the last bits of the committed results.
 const gemmDensity = 1.0 / 6
 
 // pairState holds the buffers of one (sample, worm) term of the likelihood.
