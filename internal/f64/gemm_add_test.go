@@ -103,7 +103,7 @@ func TestGemmIsFMAChain(t *testing.T) {
 		t.Skip("no AVX2/FMA on this machine")
 	}
 	rng := rand.New(rand.NewPCG(3, 6))
-	for _, s := range [][3]int{{1, 1, 1}, {5, 9, 7}, {7, 3, 17}, {13, 17, 11}, {2, 40, 9}, {3, 1, 8}, {9, 600, 17}, {4, 513, 8}, {6, 256, 16}, {10, 33, 16}, {11, 20, 24}, {100, 50, 19}} {
+	for _, s := range [][3]int{{1, 1, 1}, {5, 9, 7}, {7, 3, 17}, {13, 17, 11}, {2, 40, 9}, {3, 1, 8}, {9, 600, 17}, {4, 513, 8}, {6, 256, 16}, {10, 33, 16}, {11, 20, 24}, {100, 50, 19}, {101, 30, 17}, {151, 7, 24}, {279, 12, 33}} {
 		m, k, n := s[0], s[1], s[2]
 		a, b, c0 := randVec(rng, m*k), randVec(rng, k*n), randVec(rng, m*n)
 		for _, acc := range []bool{false, true} {
