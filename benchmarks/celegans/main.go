@@ -79,6 +79,7 @@ import (
 	"github.com/permlab/permlab/benchmarks/internal/harness"
 	"github.com/permlab/permlab/celegans"
 	"github.com/permlab/permlab/dist"
+	"github.com/permlab/permlab/internal/f64"
 	"github.com/permlab/permlab/models"
 	"github.com/permlab/permlab/perm"
 	"github.com/permlab/permlab/vi"
@@ -241,6 +242,7 @@ func run(c config, masked bool, w io.Writer) error {
 		}
 		fmt.Fprintf(w, "| implementation | threads | ms/step (median wall) | CPU ms/step (median) |\n|---|---|---|---|\n")
 		fmt.Fprintf(w, "| permlab (Go) | %d | %.1f | %.1f |\n", c.threads, harness.Median(goTimes.Wall), harness.Median(goTimes.CPU))
+		hostSpeed(w, c.neurons)
 		return nil
 	}
 	defer py.Close()
@@ -273,7 +275,31 @@ func run(c config, masked bool, w io.Writer) error {
 		return err
 	}
 	report(w, c, setting, warmRounds, times)
+	hostSpeed(w, c.neurons)
 	return nil
+}
+
+// hostSpeed prints the rate of the dense product kernel on this host, in
+// the same run: the median of 15 N×N×N products (f64.Gemm) on one thread.
+// The ratios are measured in one host state, but the absolute times move
+// with the host (a virtual machine's neighbours, its clock); this line
+// tells a slower host from slower code when results files are compared.
+func hostSpeed(w io.Writer, n int) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	a, b, out := make([]float64, n*n), make([]float64, n*n), make([]float64, n*n)
+	for i := range a {
+		a[i], b[i] = rng.NormFloat64(), rng.NormFloat64()
+	}
+	packed := f64.Pack(b, n, n)
+	times := make([]float64, 15)
+	for i := range times {
+		start := time.Now()
+		f64.Gemm(n, a, packed, out)
+		times[i] = float64(time.Since(start).Microseconds()) / 1000
+	}
+	ms := harness.Median(times)
+	fmt.Fprintf(w, "\nThis host's dense kernel, in the same run: one %d×%d×%d product (f64.Gemm, one thread) in %.2f ms, %.1f billion multiply-adds per second (median of %d).\n",
+		n, n, n, ms, float64(n)*float64(n)*float64(n)/ms/1e6, len(times))
 }
 
 // referenceStep is a Step that has the reference take one step of variant

@@ -175,6 +175,7 @@ func TestRunWithoutPython(t *testing.T) {
 	assert.Contains(t, s, "PyTorch reference not run: no Python interpreter")
 	assert.Contains(t, s, "| permlab (Go) | 1 |")
 	assert.NotContains(t, s, "ratio")
+	assert.Regexp(t, `This host's dense kernel, in the same run: one \d+×\d+×\d+ product \(f64.Gemm, one thread\) in [0-9.]+ ms, [0-9.]+ billion`, s)
 
 	c.checkOnly = true
 	err := run(c, true, &out)
@@ -192,6 +193,7 @@ func TestRunAgainstTorch(t *testing.T) {
 	assert.Contains(t, s, "Cross-check passed: permlab and PyTorch naive and PyTorch suffstats compute the same ELBO and gradient.")
 	assert.Contains(t, s, "| PyTorch naive ms/step | ratio (naive/Go) | PyTorch suffstats ms/step | ratio (suffstats/Go) |")
 	assert.Contains(t, s, "Faster PyTorch reference by median wall time:")
+	assert.Contains(t, s, "This host's dense kernel, in the same run:")
 
 	// Without masks, and one reference alone.
 	c = tinyConfig()
