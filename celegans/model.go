@@ -272,7 +272,8 @@ type Model struct {
 	gemm []bool // per worm: the products with P are dense (gemmDensity)
 	// For the dense products, per worm: P's rows in the order the products
 	// take them (rowOrder[r] is the observed neuron in place r, rowPlace
-	// its inverse), and where the rows in that order may be nonzero.
+	// its inverse), and where the rows in that order may be nonzero; nil
+	// for a worm whose products are sums of rows.
 	rowOrder, rowPlace [][]int
 	pBlocks            []*f64.Blocks
 	data               bool       // the statistics are in the data form (see logLikData)
@@ -316,7 +317,11 @@ func NewModel(p *Problem) *Model {
 		}
 		m.cols = append(m.cols, cols)
 		m.rows = append(m.rows, rows)
-		order, place, blocks := rowBlocks(n, cols)
+		var order, place []int
+		var blocks *f64.Blocks
+		if m.gemm[len(m.gemm)-1] {
+			order, place, blocks = rowBlocks(n, cols)
+		}
 		m.rowOrder, m.rowPlace, m.pBlocks = append(m.rowOrder, order), append(m.rowPlace, place), append(m.pBlocks, blocks)
 	}
 	m.wRowCol, m.wRowX = make([][]int, n), make([][]int, n)

@@ -54,17 +54,21 @@ func NewBlocks(m, k int, cols [][]int) (*Blocks, error) {
 	s := &Blocks{m: m, k: k, runs: make([][][2]int, nb), panels: make([][]int, nb), byPanel: make([][]int, np)}
 	used := make([]bool, k)
 	for b := range nb {
-		clear(used)
+		lo, hi := k, 0 // the block's columns lie in [lo, hi)
 		for _, cs := range cols[b*blockRows : (b+1)*blockRows] {
 			for _, c := range cs {
 				used[c] = true
 			}
+			if len(cs) > 0 {
+				lo, hi = min(lo, cs[0]), max(hi, cs[len(cs)-1]+1)
+			}
 		}
 		var runs [][2]int
-		for c := 0; c < k; c++ {
+		for c := lo; c < hi; c++ {
 			if !used[c] {
 				continue
 			}
+			used[c] = false
 			if len(runs) > 0 && c-runs[len(runs)-1][1] < runGap {
 				runs[len(runs)-1][1] = c + 1
 			} else {
