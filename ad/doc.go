@@ -41,6 +41,15 @@
 // dense layers of networks trained by stochastic gradients; see
 // internal/f32 for its error bound.
 //
+// # Threads
+//
+// A tape is used by one goroutine at a time, but some ops split their work
+// over GOMAXPROCS goroutines: MatMul and the row-wise reductions by blocks
+// of rows, and the elementwise ops (unary, full-shape binary, Reshape, and
+// their adjoints) in chunks of a long slice (internal/par). Each entry is
+// computed as the serial loop computes it, so values and gradients have
+// the same bits on any number of threads.
+//
 // # Reuse
 //
 // Reset clears the record and keeps every buffer in a pool keyed by length,
