@@ -274,6 +274,10 @@ func TestModelDenseProducts(t *testing.T) {
 			m := NewModel(p)
 			for j := range m.gemm {
 				m.gemm[j] = dense
+				if dense && m.pBlocks[j] == nil {
+					// NewModel builds the row blocks for blocked worms only.
+					m.rowOrder[j], m.rowPlace[j], m.pBlocks[j] = rowBlocks(n, m.cols[j])
+				}
 			}
 			v, gp, gw := evalGrad(t, m, pt, wt)
 			if !dense {
