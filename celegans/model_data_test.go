@@ -259,16 +259,8 @@ func TestModelDenseProducts(t *testing.T) {
 		sim, masks := simFor(t, c.n, 2, 2, 40, nu, 9)
 		p, err := FromSimulation(sim, masks)
 		require.NoError(t, err)
-		n, b, e := p.N(), p.Worms(), len(p.Support())
-		rng := rand.New(rand.NewPCG(10, 11))
-		pt := ad.Zeros(2, b, n, n)
-		for i := range pt.Data {
-			pt.Data[i] = rng.Float64() // off-mask entries too: both paths ignore them
-		}
-		wt := ad.Zeros(2, e)
-		for i := range wt.Data {
-			wt.Data[i] = 0.3 * rng.NormFloat64()
-		}
+		n := p.N()
+		pt, wt := randomPW(p, 2, rand.New(rand.NewPCG(10, 11)))
 		var ref [3][]float64
 		for _, dense := range []bool{false, true} {
 			m := NewModel(p)
@@ -298,22 +290,11 @@ func TestModelRowOrder(t *testing.T) {
 	sim, masks := simFor(t, 61, 2, 2, 40, 0.1, 9)
 	p, err := FromSimulation(sim, masks)
 	require.NoError(t, err)
-	n, b, e := p.N(), p.Worms(), len(p.Support())
-	rng := rand.New(rand.NewPCG(10, 12))
-	pt := ad.Zeros(1, b, n, n)
-	for i := range pt.Data {
-		pt.Data[i] = rng.Float64()
-	}
-	wt := ad.Zeros(1, e)
-	for i := range wt.Data {
-		wt.Data[i] = 0.3 * rng.NormFloat64()
-	}
+	n := p.N()
+	pt, wt := randomPW(p, 1, rand.New(rand.NewPCG(10, 12)))
 	sorted := NewModel(p)
 	plain := NewModel(p)
-	identity := make([]int, n)
-	for i := range identity {
-		identity[i] = i
-	}
+	identity := []int(perm.Identity(n))
 	for j := range plain.gemm {
 		require.True(t, sorted.gemm[j], "worm %d: the hard mask takes the dense products", j)
 		assert.NotEqual(t, identity, sorted.rowOrder[j], "worm %d: rows reordered", j)
@@ -328,6 +309,51 @@ func TestModelRowOrder(t *testing.T) {
 		for i := range pair[0] {
 			require.Equal(t, math.Float64bits(pair[1][i]), math.Float64bits(pair[0][i]), "%s %d", name, i)
 		}
+	}
+}
+
+// randomPW returns k samples of P (uniform entries, off-mask ones too:
+// the likelihood ignores them) and of W (normal, sd 0.3) for p.
+func randomPW(p *Problem, k int, rng *rand.Rand) (pt, wt *ad.Tensor) {
+	n := p.N()
+	pt = ad.Zeros(k, p.Worms(), n, n)
+	for i := range pt.Data {
+		pt.Data[i] = rng.Float64()
+	}
+	wt = ad.Zeros(k, len(p.Support()))
+	for i := range wt.Data {
+		wt.Data[i] = 0.3 * rng.NormFloat64()
+	}
+	return pt, wt
+}
+
+// TestRowBlocksHardSetting reports, for the problem of benchmarks/celegans
+// (BenchmarkELBOStep/hard: 279 neurons, 4 worms, 25 known, ν = 0.1, seed
+// 1), the share of P's entries the masks allow and the work of the two
+// products that skip blocks, with the rows in rowBlocks' order and in
+// their own: the figures benchmarks/celegans/README.md quotes
+// (go test ./celegans -run RowBlocksHardSetting -v).
+func TestRowBlocksHardSetting(t *testing.T) {
+	c, err := Synthetic(279, 1)
+	require.NoError(t, err)
+	sim, err := Simulate(c, SimConfig{Worms: 4, T: 1000, KnownCount: 25}, 1)
+	require.NoError(t, err)
+	masks, err := sim.PositionMasks(0.1)
+	require.NoError(t, err)
+	p, err := FromSimulation(sim, masks)
+	require.NoError(t, err)
+	m := NewModel(p)
+	for j, mk := range masks {
+		require.True(t, m.gemm[j])
+		plain, err := f64.NewBlocks(279, 279, m.cols[j])
+		require.NoError(t, err)
+		allowed := float64(mk.Count()) / (279 * 279)
+		skip, on := m.pBlocks[j].Density(), m.pBlocks[j].OnDensity()
+		t.Logf("worm %d: mask allows %.3f; GemmSkip does %.3f of Gemm's work, GemmOn %.3f; in the rows' own order %.3f", j, allowed, skip, on, plain.Density())
+		assert.Less(t, allowed, skip)
+		assert.LessOrEqual(t, skip, on)
+		assert.Less(t, on, 0.5)
+		assert.Greater(t, plain.Density(), 0.7)
 	}
 }
 

@@ -21,8 +21,7 @@ import "fmt"
 type Blocks struct {
 	m, k    int
 	runs    [][][2]int // per block: [lo, hi) column ranges, increasing
-	panels  [][]int    // per block: the 8-column panels its ranges touch
-	byPanel [][]int    // per panel: the blocks that touch it
+	byPanel [][]int    // per 8-column panel: the blocks whose ranges touch it
 	nnz     int        // entries inside the runs of the full blocks
 }
 
@@ -51,7 +50,7 @@ func NewBlocks(m, k int, cols [][]int) (*Blocks, error) {
 	}
 	nb := m / blockRows
 	np := (k + panelWidth - 1) / panelWidth
-	s := &Blocks{m: m, k: k, runs: make([][][2]int, nb), panels: make([][]int, nb), byPanel: make([][]int, np)}
+	s := &Blocks{m: m, k: k, runs: make([][][2]int, nb), byPanel: make([][]int, np)}
 	used := make([]bool, k)
 	for b := range nb {
 		lo, hi := k, 0 // the block's columns lie in [lo, hi)
@@ -76,13 +75,12 @@ func NewBlocks(m, k int, cols [][]int) (*Blocks, error) {
 			}
 		}
 		s.runs[b] = runs
+		last := -1 // the last panel recorded for this block
 		for _, r := range runs {
 			s.nnz += blockRows * (r[1] - r[0])
-			for q := r[0] / panelWidth; q <= (r[1]-1)/panelWidth; q++ {
-				if n := len(s.panels[b]); n == 0 || s.panels[b][n-1] != q {
-					s.panels[b] = append(s.panels[b], q)
-					s.byPanel[q] = append(s.byPanel[q], b)
-				}
+			for q := max(r[0]/panelWidth, last+1); q <= (r[1]-1)/panelWidth; q++ {
+				s.byPanel[q] = append(s.byPanel[q], b)
+				last = q
 			}
 		}
 	}
@@ -102,6 +100,21 @@ func (s *Blocks) Density() float64 {
 	return float64(s.nnz) / float64(nb*blockRows*s.k)
 }
 
+// OnDensity returns the share of the full blocks' entries, in whole
+// 8-column panels, that GemmOn computes for an output with this pattern:
+// its work over Gemm's on those rows.
+func (s *Blocks) OnDensity() float64 {
+	nb := s.m / blockRows
+	if nb == 0 || s.k == 0 {
+		return 1
+	}
+	cols := 0
+	for q, bs := range s.byPanel {
+		cols += len(bs) * min(panelWidth, s.k-q*panelWidth)
+	}
+	return float64(cols) / float64(nb*s.k)
+}
+
 // GemmSkip sets c = a·B, like Gemm, for the m×k row-major a that is zero
 // outside s (m×k): in each block of rows it multiplies only the column
 // ranges of s. Every entry has the bits Gemm gives it. a must be zero
@@ -116,19 +129,9 @@ func GemmSkip(a []float64, s *Blocks, b *Packed, c []float64) {
 	if denseFallback(m, a, b, c) {
 		return
 	}
-	var tile [gemmMR * panelWidth]float64
-	nb := m / blockRows
-	for q := range b.Panels() {
-		panel := b.panels[q*k*panelWidth:]
-		c0 := q * panelWidth
-		if n-c0 < panelWidth {
-			// The narrow last panel: every row, densely.
-			gemmPanelRows(m, k, n, a, b.panels, c, q, 0, false, &tile)
-			continue
-		}
-		for bl := range nb {
+	eachFullPanel(m, a, b, c, func(q int, panel []float64, c0 int) {
+		for bl, runs := range s.runs {
 			i := bl * blockRows
-			runs := s.runs[bl]
 			if len(runs) == 0 {
 				for r := range blockRows {
 					clear(c[(i+r)*n+c0 : (i+r)*n+c0+panelWidth])
@@ -144,8 +147,26 @@ func GemmSkip(a []float64, s *Blocks, b *Packed, c []float64) {
 				}
 			}
 		}
-		if nb*blockRows < m {
-			gemmPanelRows(m, k, n, a, b.panels, c, q, nb*blockRows, false, &tile)
+	})
+}
+
+// eachFullPanel runs full(q, panel, c0) for every full 8-column panel q
+// of b (packed panel, first column c0), which computes the rows of the
+// full blocks of six; the narrow last panel and the rows after the last
+// full block it computes densely through gemmPanelRows, as Gemm does.
+func eachFullPanel(m int, a []float64, b *Packed, c []float64, full func(q int, panel []float64, c0 int)) {
+	k, n := b.k, b.n
+	var tile [gemmMR * panelWidth]float64
+	rest := m / blockRows * blockRows
+	for q := range b.Panels() {
+		c0 := q * panelWidth
+		if n-c0 < panelWidth {
+			gemmPanelRows(m, k, n, a, b.panels, c, q, 0, false, &tile)
+			continue
+		}
+		full(q, b.panels[q*k*panelWidth:], c0)
+		if rest < m {
+			gemmPanelRows(m, k, n, a, b.panels, c, q, rest, false, &tile)
 		}
 	}
 }
@@ -178,21 +199,10 @@ func GemmOn(a []float64, b *Packed, c []float64, s *Blocks) {
 	if denseFallback(m, a, b, c) {
 		return
 	}
-	var tile [gemmMR * panelWidth]float64
-	nb := m / blockRows
-	for q := range b.Panels() {
-		c0 := q * panelWidth
-		if n-c0 < panelWidth {
-			gemmPanelRows(m, k, n, a, b.panels, c, q, 0, false, &tile)
-			continue
-		}
-		panel := b.panels[q*k*panelWidth:]
+	eachFullPanel(m, a, b, c, func(q int, panel []float64, c0 int) {
 		for _, bl := range s.byPanel[q] {
 			i := bl * blockRows
 			kern6x8(k, &a[i*k], k, &panel[0], &c[i*n+c0], n)
 		}
-		if nb*blockRows < m {
-			gemmPanelRows(m, k, n, a, b.panels, c, q, nb*blockRows, false, &tile)
-		}
-	}
+	})
 }
