@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/permlab/permlab/internal/longtest"
+	"github.com/permlab/permlab/internal/racedetect"
 )
 
 // overrunMargin is how far past its budget a run may end in these tests.
@@ -31,7 +32,7 @@ const budgetTries = 3
 
 func TestSolveKeepsBudget(t *testing.T) {
 	longtest.Skip(t, "a wall-clock budget test: it needs the cores to itself, which the long stage of CI gives it (one package at a time)")
-	if raceEnabled {
+	if racedetect.Enabled {
 		t.Skip("wall-clock budgets are not measurable under the race detector, which slows code 5-20 times")
 	}
 	// The smallest budget is four times what vi.FitModel's check of the

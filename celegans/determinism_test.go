@@ -7,6 +7,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/permlab/permlab/internal/racedetect"
 )
 
 // TestSolveVIDeterministic: without a budget, the variational methods give
@@ -17,7 +19,7 @@ func TestSolveVIDeterministic(t *testing.T) {
 	for _, m := range []Method{GumbelSinkhorn, GumbelSinkhornNoReg, Rounding} {
 		s := DefaultSettings()
 		s.Steps, s.Draws, s.PlateauWindow = 80, 8, 10
-		if raceEnabled {
+		if racedetect.Enabled {
 			// Under the detector the point is the concurrency of the
 			// fits and the draws, which fewer steps and no polish still
 			// exercise.

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/permlab/permlab/internal/racedetect"
 	"github.com/permlab/permlab/perm"
 )
 
@@ -302,7 +303,7 @@ func TestCandidateWidthLarge(t *testing.T) {
 		nu, mean := candidateWidthSorted(x, target)
 		elapsed := time.Since(start)
 		t.Logf("N = %d, target %v: nu = %.3g, mean %.4f, in %v", n, target, nu, mean, elapsed)
-		if !raceEnabled {
+		if !racedetect.Enabled {
 			assert.Less(t, elapsed, time.Second, "target %v", target)
 		}
 		// Each pair moves the mean by 2/N = 1e-4, but differences closer

@@ -13,6 +13,7 @@ import (
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/permlab/permlab/ad"
+	"github.com/permlab/permlab/internal/racedetect"
 	"github.com/permlab/permlab/mcmc"
 	"github.com/permlab/permlab/models"
 	"github.com/permlab/permlab/perm"
@@ -188,7 +189,7 @@ func TestSolveMCMCDeterministic(t *testing.T) {
 	} {
 		s := DefaultSettings()
 		s.Sweeps, s.Chains, s.Thin = 400, 3, 4
-		if raceEnabled {
+		if racedetect.Enabled {
 			// Under the detector the point is the chains' concurrency,
 			// which fewer sweeps and no polish still exercise.
 			s.Sweeps, s.NoPolish = 100, true

@@ -10,6 +10,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/permlab/permlab/internal/racedetect"
 )
 
 // scaledSummary is what TestScaledLikeReal compares between the real worm
@@ -178,7 +180,7 @@ func TestScaledLarge(t *testing.T) {
 	elapsed := time.Since(start)
 	require.NoError(t, err)
 	t.Logf("N = %d: %d edges in %v", n, c.Edges(), elapsed)
-	if !raceEnabled {
+	if !racedetect.Enabled {
 		assert.Less(t, elapsed, 2*time.Second)
 	}
 	require.Equal(t, n, c.N())

@@ -150,19 +150,25 @@ func FillGumbel(dst []float64, rng *rand.Rand) []float64 {
 		dst[i] = uniformOpen(rng)
 	}
 	// Elementwise from here on: on several goroutines for a long slice,
-	// with the same bits.
-	par.Range(len(dst), par.Grain, func(lo, hi int) {
-		d := dst[lo:hi]
-		f64.Log(d, d)
-		for i, v := range d {
-			d[i] = -v
-		}
-		f64.Log(d, d)
-		for i, v := range d {
-			d[i] = -v
-		}
-	})
+	// with the same bits (the closure only there, as in package ad).
+	if len(dst) <= par.Grain {
+		gumbelFromUniform(dst)
+	} else {
+		par.Range(len(dst), par.Grain, func(lo, hi int) { gumbelFromUniform(dst[lo:hi]) })
+	}
 	return dst
+}
+
+// gumbelFromUniform replaces each uniform u in d by −log(−log u).
+func gumbelFromUniform(d []float64) {
+	f64.Log(d, d)
+	for i, v := range d {
+		d[i] = -v
+	}
+	f64.Log(d, d)
+	for i, v := range d {
+		d[i] = -v
+	}
 }
 
 // GumbelNoise returns a tensor of the given shape filled with independent

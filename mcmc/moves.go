@@ -116,7 +116,7 @@ func (k *BlockMH) Step(rng *rand.Rand, p perm.Perm) (bool, error) {
 	}
 	if k.allowed != nil {
 		for a, r := range rows {
-			if c := cols[sigma[a]]; uint(c) >= uint(k.n) || !k.allowed.Has(r, c) {
+			if !k.allowed.Has(r, cols[sigma[a]]) {
 				return false, nil
 			}
 		}

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/permlab/permlab/internal/longtest"
+	"github.com/permlab/permlab/internal/racedetect"
 	"github.com/permlab/permlab/models/matching"
 	"github.com/permlab/permlab/vi"
 )
@@ -18,7 +19,7 @@ import (
 // early and skips further starts, and the result is still a checked
 // posterior that says so; a budget that is not reached changes nothing.
 func TestFitModelBudget(t *testing.T) {
-	if raceEnabled {
+	if racedetect.Enabled {
 		t.Skip("wall-clock budgets are not measurable under the race detector, which slows code 5-20 times")
 	}
 	m, err := matching.GenerateRegression(matching.RegressionConfig{N: 6, D: 1, S: 0.1, Seed: 1})
@@ -92,7 +93,7 @@ func TestFitModelTrace(t *testing.T) {
 // would take about as long as the budget.
 func TestFitModelBudgetReserve(t *testing.T) {
 	longtest.Skip(t, "a wall-clock budget test: it needs the cores to itself, which the long stage of CI gives it (one package at a time)")
-	if raceEnabled {
+	if racedetect.Enabled {
 		t.Skip("wall-clock budgets are not measurable under the race detector, which slows code 5-20 times")
 	}
 	m, err := matching.GenerateRegression(matching.RegressionConfig{N: 30, D: 1, S: 0.1, Seed: 1})
@@ -147,7 +148,7 @@ func TestFitModelWindowRanking(t *testing.T) {
 // a check that alone would take about 2 s (40 searches at n = 40) ends
 // with the budget, and the report and the notes say how many it cut short.
 func TestFitModelBudgetCoversTheCheck(t *testing.T) {
-	if raceEnabled {
+	if racedetect.Enabled {
 		t.Skip("wall-clock budgets are not measurable under the race detector, which slows code 5-20 times")
 	}
 	m, err := matching.GenerateRegression(matching.RegressionConfig{N: 40, D: 2, S: 0.3, Seed: 1})

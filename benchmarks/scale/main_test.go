@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/permlab/permlab/celegans"
+	"github.com/permlab/permlab/internal/racedetect"
 )
 
 func TestParseFlags(t *testing.T) {
@@ -93,7 +94,7 @@ func TestMsPerStep(t *testing.T) {
 // TestOneSmall runs a tiny configuration in process, both layouts, and
 // checks the record and the table.
 func TestOneSmall(t *testing.T) {
-	if raceEnabled {
+	if racedetect.Enabled {
 		t.Skip("runs on wall-clock budgets, which the race detector's 5-20 times slowdown leaves too short (the harness joined the race stage with -memprofile's goroutine)")
 	}
 	var rs []Result

@@ -44,8 +44,12 @@ func NewForm(n int, row func(i int) []int, bytes bool) *Table {
 	return t
 }
 
-// Has reports whether row i may take column c. Both must be in [0, N).
+// Has reports whether row i may take column c; a column outside [0, N)
+// is never allowed (as perm.Mask.Allowed says). i must be in [0, N).
 func (t *Table) Has(i, c int) bool {
+	if uint(c) >= uint(t.N) {
+		return false
+	}
 	if t.Bytes != nil {
 		return t.Bytes[i*t.N+c]
 	}

@@ -38,3 +38,13 @@ func TestForms(t *testing.T) {
 		t.Fatal("New does not switch to bits above DenseMax")
 	}
 }
+
+// TestOutOfRange: a column outside the table is never allowed.
+func TestOutOfRange(t *testing.T) {
+	for _, bytes := range []bool{true, false} {
+		tab := NewForm(3, func(int) []int { return []int{0, 1, 2} }, bytes)
+		if tab.Has(0, -1) || tab.Has(0, 3) || !tab.Has(0, 2) {
+			t.Errorf("bytes=%v: columns -1, 3 and 2 give %v, %v, %v", bytes, tab.Has(0, -1), tab.Has(0, 3), tab.Has(0, 2))
+		}
+	}
+}

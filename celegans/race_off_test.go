@@ -1,5 +1,0 @@
-//go:build !race
-
-package celegans
-
-const raceEnabled = false

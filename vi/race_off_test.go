@@ -1,5 +1,0 @@
-//go:build !race
-
-package vi_test
-
-const raceEnabled = false

@@ -1,7 +1,0 @@
-//go:build race
-
-package vi_test
-
-// raceEnabled reports that the tests run under the race detector, which
-// slows code 5-20 times: the tests of wall-clock budgets skip themselves.
-const raceEnabled = true
