@@ -50,11 +50,9 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
-	"slices"
 	"sort"
 	"strings"
 
-	"github.com/permlab/permlab/ad"
 	"github.com/permlab/permlab/benchmarks/internal/harness"
 )
 
@@ -297,32 +295,11 @@ func compare(py *harness.Python, dir string, p *problem, loss float64, grads, af
 		return "", err
 	}
 	dl := math.Abs(loss-res.Loss) / math.Abs(res.Loss)
-	dg := maxRelDiff(p.params, grads, tg)
-	da := maxRelDiff(p.params, after, ta)
+	dg := harness.MaxRelDiff(p.params, grads, tg)
+	da := harness.MaxRelDiff(p.params, after, ta)
 	line := fmt.Sprintf("agreement: loss %.1e, gradients %.1e, weights after Adam %.1e (relative)", dl, dg, da)
 	if !(dl <= tolerance && dg <= tolerance && da <= tolerance) {
 		return "", fmt.Errorf("Go and PyTorch disagree (loss %v against %v): %s", loss, res.Loss, line)
 	}
 	return line, nil
-}
-
-// maxRelDiff returns the largest difference between a and b, which hold the
-// parameters' entries one after the other, relative to the largest |b| of
-// the same parameter.
-func maxRelDiff(params []*ad.Param, a, b []float64) float64 {
-	worst, off := 0.0, 0
-	for _, q := range params {
-		m := q.Value.Size()
-		bs := b[off : off+m]
-		scale := math.Max(math.Abs(slices.Max(bs)), math.Abs(slices.Min(bs)))
-		for i, v := range a[off : off+m] {
-			d := math.Abs(v - bs[i])
-			if scale > 0 {
-				d /= scale
-			}
-			worst = math.Max(worst, d)
-		}
-		off += m
-	}
-	return worst
 }

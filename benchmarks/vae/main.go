@@ -62,11 +62,9 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
-	"slices"
 	"strconv"
 	"strings"
 
-	"github.com/permlab/permlab/ad"
 	"github.com/permlab/permlab/benchmarks/internal/harness"
 	"github.com/permlab/permlab/models/vae"
 	"github.com/permlab/permlab/nn"
@@ -287,8 +285,8 @@ func compare(py *harness.Python, dir string, p *problem, prec nn.Precision) (str
 		return "", err
 	}
 	dl := math.Abs(loss-res.Loss) / math.Abs(res.Loss)
-	dg := maxRelDiff(params, grads, tg)
-	da := maxRelDiff(params, after, ta)
+	dg := harness.MaxRelDiff(params, grads, tg)
+	da := harness.MaxRelDiff(params, after, ta)
 	line := fmt.Sprintf("agreement: loss %.1e, gradients %.1e, weights after Adam %.1e (relative; loss %.6g)", dl, dg, da, loss)
 	ok := dl <= tolerance && dg <= tolerance && da <= tolerance
 	if prec == nn.Float32 {
@@ -299,30 +297,6 @@ func compare(py *harness.Python, dir string, p *problem, prec nn.Precision) (str
 		return "", fmt.Errorf("Go and PyTorch disagree (loss %v against %v): %s", loss, res.Loss, line)
 	}
 	return line, nil
-}
-
-// maxRelDiff returns the largest difference between a and b, which hold the
-// parameters' entries one after the other, relative to the largest |b| of
-// the same parameter.
-func maxRelDiff(params []*ad.Param, a, b []float64) float64 {
-	worst, off := 0.0, 0
-	for _, q := range params {
-		m := q.Value.Size()
-		bs := b[off : off+m]
-		scale := math.Max(math.Abs(slices.Max(bs)), math.Abs(slices.Min(bs)))
-		for i, v := range a[off : off+m] {
-			d := math.Abs(v - bs[i])
-			if scale > 0 {
-				d /= scale
-			}
-			if math.IsNaN(d) {
-				d = math.Inf(1)
-			}
-			worst = math.Max(worst, d)
-		}
-		off += m
-	}
-	return worst
 }
 
 // printTable prints the medians, ratios and rates of the results.

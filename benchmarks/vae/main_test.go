@@ -10,12 +10,13 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
 	"github.com/permlab/permlab/ad"
 	"github.com/permlab/permlab/internal/longtest"
 	"github.com/permlab/permlab/models/vae"
 	"github.com/permlab/permlab/nn"
-	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
 )
 
 var allEstimators = []vae.Estimator{vae.GumbelSoftmax, vae.Concrete, vae.GumbelSpace}
@@ -249,13 +250,6 @@ func TestParseEstimators(t *testing.T) {
 	assert.Equal(t, []vae.Estimator{vae.GumbelSpace, vae.Concrete}, two)
 	_, err = parseEstimators("gumbel")
 	assert.Error(t, err)
-}
-
-func TestMaxRelDiff(t *testing.T) {
-	params := []*ad.Param{ad.NewParam("a", ad.Zeros(2)), ad.NewParam("b", ad.Zeros(1))}
-	// Relative to each parameter's largest |b|: 0.1/4 for a, 0 for b.
-	assert.InDelta(t, 0.025, maxRelDiff(params, []float64{1, -4.1, 3}, []float64{1, -4, 3}), 1e-15)
-	assert.True(t, math.IsInf(maxRelDiff(params, []float64{math.NaN(), 0, 0}, []float64{1, 1, 1}), 1))
 }
 
 func TestRunWithoutPython(t *testing.T) {

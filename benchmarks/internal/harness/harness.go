@@ -10,6 +10,9 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"slices"
+
+	"github.com/permlab/permlab/ad"
 )
 
 // WriteF64 writes data to path as raw little-endian float64 values, the
@@ -41,4 +44,34 @@ func ReadF64(path string, want int) ([]float64, error) {
 		out[i] = math.Float64frombits(binary.LittleEndian.Uint64(buf[8*i:]))
 	}
 	return out, nil
+}
+
+// MaxRelDiff compares a and b, which hold the entries of params one after
+// the other (gradients or values). It returns the largest
+// |a - b| over all entries, each divided by the largest |b| of its own
+// parameter (left undivided where that parameter's b is all zeros). A NaN
+// in either counts as an infinite difference, so a comparison against a
+// tolerance fails on it.
+func MaxRelDiff(params []*ad.Param, a, b []float64) float64 {
+	worst, off := 0.0, 0
+	for _, q := range params {
+		m := q.Value.Size()
+		bs := b[off : off+m]
+		scale := 0.0
+		if m > 0 {
+			scale = math.Max(math.Abs(slices.Max(bs)), math.Abs(slices.Min(bs)))
+		}
+		for i, v := range a[off : off+m] {
+			d := math.Abs(v - bs[i])
+			if scale > 0 {
+				d /= scale
+			}
+			if math.IsNaN(d) {
+				d = math.Inf(1)
+			}
+			worst = math.Max(worst, d)
+		}
+		off += m
+	}
+	return worst
 }

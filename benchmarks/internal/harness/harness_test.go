@@ -2,6 +2,7 @@ package harness
 
 import (
 	"errors"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -10,6 +11,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/permlab/permlab/ad"
 )
 
 func TestF64RoundTrip(t *testing.T) {
@@ -222,4 +225,13 @@ func TestReferenceBLAS(t *testing.T) {
 	assert.False(t, ReferenceBLAS(nil), "nothing reported is not a warning")
 	assert.Equal(t, "BLAS: not reported", (&Python{}).BLASNote())
 	assert.NotContains(t, (&Python{BLAS: []string{"/usr/lib/libopenblas.so.0"}}).BLASNote(), "WARNING")
+}
+
+func TestMaxRelDiff(t *testing.T) {
+	params := []*ad.Param{ad.NewParam("a", ad.Zeros(2)), ad.NewParam("b", ad.Zeros(1)), ad.NewParam("c", ad.Zeros(1))}
+	// Relative to each parameter's largest |b|: 0.1/4 for a, 0 for b, and
+	// 0.5 undivided for c, whose b is zero.
+	assert.InDelta(t, 0.025, MaxRelDiff(params, []float64{1, -4.1, 3, 0}, []float64{1, -4, 3, 0}), 1e-15)
+	assert.InDelta(t, 0.5, MaxRelDiff(params, []float64{1, -4, 3, 0.5}, []float64{1, -4, 3, 0}), 1e-15)
+	assert.True(t, math.IsInf(MaxRelDiff(params, []float64{math.NaN(), 0, 0, 0}, []float64{1, 1, 1, 0}), 1))
 }
