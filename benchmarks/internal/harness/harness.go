@@ -47,11 +47,11 @@ func ReadF64(path string, want int) ([]float64, error) {
 }
 
 // MaxRelDiff compares a and b, which hold the entries of params one after
-// the other (gradients or values). It returns the largest
-// |a - b| over all entries, each divided by the largest |b| of its own
-// parameter (left undivided where that parameter's b is all zeros). A NaN
-// in either counts as an infinite difference, so a comparison against a
-// tolerance fails on it.
+// the other (gradients or values). It returns the largest |a - b| over all
+// entries, each divided by the largest |b| of its own parameter (left
+// undivided where that parameter's b is all zeros). A NaN in either counts
+// as an infinite difference, so a comparison against a tolerance fails on
+// it.
 func MaxRelDiff(params []*ad.Param, a, b []float64) float64 {
 	worst, off := 0.0, 0
 	for _, q := range params {
