@@ -164,9 +164,10 @@ func gumbelKLTerms(e, x []float64, lg, r float64) {
 
 // gumbelKLGrad adds g·r·(1 − e[i]) to dst[i] where e[i] is not NaN.
 func gumbelKLGrad(dst, e []float64, g, r float64) {
+	gr := g * r // (g·r)·(1 − e[i]) is how the product associates anyway
 	for i, ei := range e {
 		if !math.IsNaN(ei) {
-			dst[i] += g * r * (1 - ei)
+			dst[i] += gr * (1 - ei)
 		}
 	}
 }
